@@ -1,0 +1,93 @@
+package store
+
+import (
+	"context"
+	"time"
+)
+
+// OpKind names a store operation in a batch.
+type OpKind uint8
+
+// The operations a batch can hold.
+const (
+	OpClaim OpKind = iota + 1
+	OpComplete
+	OpFail
+	OpExtend
+	OpGet
+	OpForget
+)
+
+// String returns the operation's name.
+func (k OpKind) String() string {
+	switch k {
+	case OpClaim:
+		return "claim"
+	case OpComplete:
+		return "complete"
+	case OpFail:
+		return "fail"
+	case OpExtend:
+		return "extend"
+	case OpGet:
+		return "get"
+	case OpForget:
+		return "forget"
+	}
+	return "unknown"
+}
+
+// Op is one operation of a batch, with room for its result.
+type Op struct {
+	Kind OpKind
+	Key  string
+
+	Claim  ClaimRequest  // OpClaim
+	Token  Token         // OpComplete, OpFail, OpExtend
+	Record Record        // OpComplete: Value, Failed, Error, Fingerprint
+	TTL    time.Duration // OpComplete
+	Lease  time.Duration // OpExtend
+
+	// Results.
+	Result ClaimResult // OpClaim
+	Got    Record      // OpComplete (the stored record), OpGet
+	Err    error
+}
+
+// Batcher is implemented by stores that run several operations in one round
+// trip (a Redis pipeline). Batch fills in the result fields of every op; the
+// ops are independent of each other and may touch the same key.
+type Batcher interface {
+	Batch(ctx context.Context, ops []*Op)
+}
+
+// Run runs ops on s: as one batch when s is a [Batcher], else one by one.
+func Run(ctx context.Context, s Store, ops []*Op) {
+	if b, ok := s.(Batcher); ok {
+		b.Batch(ctx, ops)
+		return
+	}
+	for _, op := range ops {
+		RunOne(ctx, s, op)
+	}
+}
+
+// RunOne runs a single op on s with the plain (unbatched) methods.
+func RunOne(ctx context.Context, s Store, op *Op) {
+	switch op.Kind {
+	case OpClaim:
+		op.Result, op.Err = s.Claim(ctx, op.Key, op.Claim)
+	case OpComplete:
+		op.Got, op.Err = s.Complete(ctx, op.Key, op.Token, op.Record, op.TTL)
+	case OpFail:
+		op.Err = s.Fail(ctx, op.Key, op.Token)
+	case OpExtend:
+		op.Err = s.Extend(ctx, op.Key, op.Token, op.Lease)
+	case OpGet:
+		op.Got, op.Err = s.Get(ctx, op.Key)
+	case OpForget:
+		op.Err = s.Forget(ctx, op.Key)
+	default:
+		op.Err = ErrInvalidArgument
+	}
+}

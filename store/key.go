@@ -1,0 +1,113 @@
+package store
+
+import (
+	"fmt"
+	"strings"
+)
+
+// MaxKeyLen is the longest key accepted, in bytes.
+const MaxKeyLen = 1024
+
+// Scope places keys in a namespace and a version, so that two tenants, two
+// flows or two versions of a handler never share a key.
+type Scope struct {
+	Namespace string
+	Version   string
+}
+
+// KeyPrefix starts every key built by [BuildKey].
+const KeyPrefix = "ff:idemp:"
+
+// BuildKey returns the scoped key ff:idemp:<namespace>:<version>:<key>.
+//
+// In the namespace and the version, '%' is written as "%25" and ':' as
+// "%3A", so the first two segments never contain a raw ':' and two different
+// (scope, key) pairs never build the same string. The key itself is the last
+// segment and is kept as it is.
+func BuildKey(key string, s Scope) string {
+	var b strings.Builder
+	b.Grow(len(KeyPrefix) + len(s.Namespace) + len(s.Version) + len(key) + 2)
+	b.WriteString(KeyPrefix)
+	escapeSegment(&b, s.Namespace)
+	b.WriteByte(':')
+	escapeSegment(&b, s.Version)
+	b.WriteByte(':')
+	b.WriteString(key)
+	return b.String()
+}
+
+func escapeSegment(b *strings.Builder, s string) {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
+		case '%':
+			b.WriteString("%25")
+		case ':':
+			b.WriteString("%3A")
+		default:
+			b.WriteByte(c)
+		}
+	}
+}
+
+// ParseKey splits a key built by [BuildKey] back into its key and scope. It
+// reports false for a string BuildKey cannot have produced.
+func ParseKey(scoped string) (key string, s Scope, ok bool) {
+	rest, found := strings.CutPrefix(scoped, KeyPrefix)
+	if !found {
+		return "", Scope{}, false
+	}
+	ns, rest, found := strings.Cut(rest, ":")
+	if !found {
+		return "", Scope{}, false
+	}
+	ver, key, found := strings.Cut(rest, ":")
+	if !found {
+		return "", Scope{}, false
+	}
+	nsU, ok1 := unescapeSegment(ns)
+	verU, ok2 := unescapeSegment(ver)
+	if !ok1 || !ok2 {
+		return "", Scope{}, false
+	}
+	return key, Scope{Namespace: nsU, Version: verU}, true
+}
+
+func unescapeSegment(s string) (string, bool) {
+	if !strings.Contains(s, "%") {
+		return s, true
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] != '%' {
+			b.WriteByte(s[i])
+			continue
+		}
+		if i+3 > len(s) {
+			return "", false
+		}
+		switch s[i+1 : i+3] {
+		case "25":
+			b.WriteByte('%')
+		case "3A":
+			b.WriteByte(':')
+		default:
+			return "", false
+		}
+		i += 2
+	}
+	return b.String(), true
+}
+
+// ValidateKey returns an error wrapping [ErrInvalidKey] when key is empty,
+// longer than [MaxKeyLen] bytes or contains a NUL byte.
+func ValidateKey(key string) error {
+	switch {
+	case key == "":
+		return fmt.Errorf("%w: empty key", ErrInvalidKey)
+	case len(key) > MaxKeyLen:
+		return fmt.Errorf("%w: key is %d bytes, longer than %d", ErrInvalidKey, len(key), MaxKeyLen)
+	case strings.IndexByte(key, 0) >= 0:
+		return fmt.Errorf("%w: key %q contains a NUL byte", ErrInvalidKey, key)
+	}
+	return nil
+}

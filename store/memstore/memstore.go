@@ -1,0 +1,408 @@
+// Package memstore is idem's default store: an in-process [store.Store] that
+// keeps every key in memory.
+//
+// It is sharded by key hash, takes one short critical section per operation,
+// and expires records lazily: every write also removes a few records whose
+// time has passed, so it needs no goroutine per key, nor a background one.
+// Fencing tokens come from one counter for the whole store, so they increase
+// per key even after a key has expired and been claimed again.
+//
+// It implements [store.Waker]: runtimes that share one Store (in one process)
+// wake each other's waiters the way Redis pub/sub does across processes.
+// Nothing survives the process.
+package memstore
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/idemrt/idem/clock"
+	"github.com/idemrt/idem/keyshard"
+	"github.com/idemrt/idem/store"
+)
+
+const shardCount = 64
+
+// Options configures a Store. The zero value is valid.
+type Options struct {
+	// Clock is the source of time for leases and TTLs.
+	// Default: the real clock.
+	Clock clock.Clock
+}
+
+// Store is the in-memory store. Create it with [New]; it is safe for
+// concurrent use.
+type Store struct {
+	clock  clock.Clock
+	fence  atomic.Uint64
+	closed atomic.Bool
+	shards [shardCount]shard
+
+	subMu  sync.RWMutex
+	subs   map[string]func(string)
+	subSeq atomic.Uint64
+}
+
+var (
+	_ store.Store     = (*Store)(nil)
+	_ store.InProcess = (*Store)(nil)
+	_ store.Waker     = (*Store)(nil)
+)
+
+type shard struct {
+	mu      sync.Mutex
+	records map[string]*record
+	expiry  expiryHeap
+}
+
+const (
+	inProgress uint8 = iota + 1
+	completed
+)
+
+type record struct {
+	state      uint8
+	token      store.Token
+	leaseUntil time.Time
+	ttl        time.Duration
+	fp         []byte
+	rec        store.Record
+	removeAt   time.Time
+	waiters    []string
+}
+
+// New returns an empty Store.
+func New(opts Options) *Store {
+	c := opts.Clock
+	if c == nil {
+		c = clock.Real()
+	}
+	s := &Store{clock: c, subs: make(map[string]func(string))}
+	for i := range s.shards {
+		s.shards[i].records = make(map[string]*record)
+	}
+	return s
+}
+
+// InProcess marks the store as one that never waits on I/O.
+func (s *Store) InProcess() {}
+
+// Close makes every later operation fail with store.ErrClosed and drops all
+// records. It is idempotent.
+func (s *Store) Close() error {
+	if s.closed.Swap(true) {
+		return nil
+	}
+	for i := range s.shards {
+		sh := &s.shards[i]
+		sh.mu.Lock()
+		sh.records = make(map[string]*record)
+		sh.expiry = nil
+		sh.mu.Unlock()
+	}
+	return nil
+}
+
+// Len returns how many records (in progress or completed, not yet removed)
+// the store holds.
+func (s *Store) Len() int {
+	n := 0
+	for i := range s.shards {
+		sh := &s.shards[i]
+		sh.mu.Lock()
+		n += len(sh.records)
+		sh.mu.Unlock()
+	}
+	return n
+}
+
+func (s *Store) shardOf(key string) *shard {
+	return &s.shards[keyshard.Hash(key)%shardCount]
+}
+
+// live returns the key's record unless it has expired, removing due records.
+func (sh *shard) live(key string, now time.Time) *record {
+	sh.sweep(now, 4)
+	r := sh.records[key]
+	if r != nil && !now.Before(r.removeAt) {
+		delete(sh.records, key)
+		return nil
+	}
+	return r
+}
+
+// sweep removes at most max records whose removal time has passed.
+func (sh *shard) sweep(now time.Time, max int) {
+	for i := 0; i < max && len(sh.expiry) > 0 && !now.Before(sh.expiry[0].at); i++ {
+		it := sh.expiry.pop()
+		r := sh.records[it.key]
+		if r != it.rec {
+			continue
+		}
+		if now.Before(r.removeAt) {
+			sh.expiry.push(expiryItem{at: r.removeAt, key: it.key, rec: r})
+			continue
+		}
+		delete(sh.records, it.key)
+	}
+}
+
+func (sh *shard) setRemoveAt(key string, r *record, at time.Time) {
+	moveEarlier := r.removeAt.IsZero() || at.Before(r.removeAt)
+	r.removeAt = at
+	if moveEarlier {
+		sh.expiry.push(expiryItem{at: at, key: key, rec: r})
+	}
+}
+
+func (s *Store) check(ctx context.Context, key string) error {
+	if s.closed.Load() {
+		return store.ErrClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return store.ValidateKey(key)
+}
+
+// Claim implements [store.Store].
+func (s *Store) Claim(ctx context.Context, key string, req store.ClaimRequest) (store.ClaimResult, error) {
+	if err := s.check(ctx, key); err != nil {
+		return store.ClaimResult{}, err
+	}
+	if req.Lease <= 0 || req.TTL <= 0 || req.Owner == "" {
+		return store.ClaimResult{}, invalidClaim(req)
+	}
+	sh := s.shardOf(key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	now := s.clock.Now()
+	r := sh.live(key, now)
+	switch {
+	case r == nil:
+		r = &record{}
+		sh.records[key] = r
+		s.take(sh, key, r, req, now)
+		return store.ClaimResult{Status: store.Claimed, Token: r.token, LeaseLeft: req.Lease}, nil
+	case r.state == completed:
+		return store.ClaimResult{Status: store.Completed, Record: copyRecord(r.rec)}, nil
+	case r.token.Owner == req.Owner:
+		return store.ClaimResult{Status: store.Claimed, Token: r.token, LeaseLeft: r.leaseUntil.Sub(now)}, nil
+	case now.Before(r.leaseUntil):
+		if req.Waiter != "" && !contains(r.waiters, req.Waiter) {
+			r.waiters = append(r.waiters, req.Waiter)
+		}
+		return store.ClaimResult{
+			Status:      store.InProgress,
+			Token:       store.Token{Fence: r.token.Fence},
+			LeaseLeft:   r.leaseUntil.Sub(now),
+			Fingerprint: cloneBytes(r.fp),
+		}, nil
+	default:
+		s.take(sh, key, r, req, now)
+		return store.ClaimResult{Status: store.Claimed, Token: r.token, Takeover: true, LeaseLeft: req.Lease}, nil
+	}
+}
+
+func (s *Store) take(sh *shard, key string, r *record, req store.ClaimRequest, now time.Time) {
+	r.state = inProgress
+	r.token = store.Token{Fence: s.fence.Add(1), Owner: req.Owner}
+	r.leaseUntil = now.Add(req.Lease)
+	r.ttl = req.TTL
+	r.fp = cloneBytes(req.Fingerprint)
+	sh.setRemoveAt(key, r, r.leaseUntil.Add(req.TTL))
+}
+
+// holder returns the key's in-progress record if tok holds it.
+func (sh *shard) holder(key string, tok store.Token, now time.Time) (*record, error) {
+	r := sh.live(key, now)
+	if r == nil || r.state != inProgress || r.token != tok {
+		return nil, store.ErrLeaseLost
+	}
+	return r, nil
+}
+
+// Complete implements [store.Store].
+func (s *Store) Complete(ctx context.Context, key string, tok store.Token, rec store.Record, ttl time.Duration) (store.Record, error) {
+	if err := s.check(ctx, key); err != nil {
+		return store.Record{}, err
+	}
+	if ttl <= 0 {
+		return store.Record{}, invalidTTL(ttl)
+	}
+	sh := s.shardOf(key)
+	sh.mu.Lock()
+	now := s.clock.Now()
+	if r := sh.live(key, now); r != nil && r.state == completed && r.rec.Token == tok {
+		out := copyRecord(r.rec)
+		sh.mu.Unlock()
+		return out, nil
+	}
+	r, err := sh.holder(key, tok, now)
+	if err != nil {
+		sh.mu.Unlock()
+		return store.Record{}, err
+	}
+	r.state = completed
+	r.rec = store.Record{
+		Value:       cloneBytes(rec.Value),
+		Failed:      rec.Failed,
+		Error:       rec.Error,
+		Fingerprint: cloneBytes(rec.Fingerprint),
+		CreatedAt:   now,
+		ExpiresAt:   now.Add(ttl),
+		Token:       tok,
+	}
+	r.fp = nil
+	sh.setRemoveAt(key, r, r.rec.ExpiresAt)
+	waiters := r.waiters
+	r.waiters = nil
+	out := copyRecord(r.rec)
+	sh.mu.Unlock()
+	s.notify(key, waiters)
+	return out, nil
+}
+
+// Fail implements [store.Store].
+func (s *Store) Fail(ctx context.Context, key string, tok store.Token) error {
+	if err := s.check(ctx, key); err != nil {
+		return err
+	}
+	sh := s.shardOf(key)
+	sh.mu.Lock()
+	now := s.clock.Now()
+	if sh.live(key, now) == nil {
+		sh.mu.Unlock()
+		return nil
+	}
+	r, err := sh.holder(key, tok, now)
+	if err != nil {
+		sh.mu.Unlock()
+		return err
+	}
+	delete(sh.records, key)
+	waiters := r.waiters
+	sh.mu.Unlock()
+	s.notify(key, waiters)
+	return nil
+}
+
+// Extend implements [store.Store].
+func (s *Store) Extend(ctx context.Context, key string, tok store.Token, lease time.Duration) error {
+	if err := s.check(ctx, key); err != nil {
+		return err
+	}
+	if lease <= 0 {
+		return invalidLease(lease)
+	}
+	sh := s.shardOf(key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	now := s.clock.Now()
+	r, err := sh.holder(key, tok, now)
+	if err != nil {
+		return err
+	}
+	r.leaseUntil = now.Add(lease)
+	if at := r.leaseUntil.Add(r.ttl); at.After(r.removeAt) {
+		sh.setRemoveAt(key, r, at)
+	}
+	return nil
+}
+
+// Get implements [store.Store].
+func (s *Store) Get(ctx context.Context, key string) (store.Record, error) {
+	if err := s.check(ctx, key); err != nil {
+		return store.Record{}, err
+	}
+	sh := s.shardOf(key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	r := sh.live(key, s.clock.Now())
+	if r == nil || r.state != completed {
+		return store.Record{}, store.ErrNotFound
+	}
+	return copyRecord(r.rec), nil
+}
+
+// Forget implements [store.Store].
+func (s *Store) Forget(ctx context.Context, key string) error {
+	if err := s.check(ctx, key); err != nil {
+		return err
+	}
+	sh := s.shardOf(key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	r := sh.live(key, s.clock.Now())
+	switch {
+	case r == nil:
+		return nil
+	case r.state == inProgress:
+		return store.ErrInProgress
+	}
+	delete(sh.records, key)
+	return nil
+}
+
+// Subscribe implements [store.Waker]: fn is called with each key that settles
+// while an instance registered under the returned id waits on it.
+func (s *Store) Subscribe(_ context.Context, fn func(key string)) (string, func(), error) {
+	if s.closed.Load() {
+		return "", nil, store.ErrClosed
+	}
+	id := "mem-" + strconv.FormatUint(s.subSeq.Add(1), 10)
+	s.subMu.Lock()
+	s.subs[id] = fn
+	s.subMu.Unlock()
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			s.subMu.Lock()
+			delete(s.subs, id)
+			s.subMu.Unlock()
+		})
+	}
+	return id, stop, nil
+}
+
+func (s *Store) notify(key string, waiters []string) {
+	if len(waiters) == 0 {
+		return
+	}
+	s.subMu.RLock()
+	fns := make([]func(string), 0, len(waiters))
+	for _, w := range waiters {
+		if fn := s.subs[w]; fn != nil {
+			fns = append(fns, fn)
+		}
+	}
+	s.subMu.RUnlock()
+	for _, fn := range fns {
+		fn(key)
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func cloneBytes(b []byte) []byte {
+	if b == nil {
+		return nil
+	}
+	return append([]byte(nil), b...)
+}
+
+func copyRecord(r store.Record) store.Record {
+	r.Value = cloneBytes(r.Value)
+	r.Fingerprint = cloneBytes(r.Fingerprint)
+	return r
+}

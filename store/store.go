@@ -1,0 +1,163 @@
+// Package store defines the persistence contract of idem: the lifecycle of one
+// idempotency key, which every store implements and [storetest] verifies.
+//
+// A key is absent, in progress (held by an owner under a lease) or completed
+// (a [Record] kept until its TTL ends):
+//
+//	operation  | absent         | in progress, lease live | lease expired             | completed
+//	Claim      | claimed        | in progress             | claimed (takeover)        | completed + record
+//	Complete   | ErrLeaseLost   | token current: done     | token current and untaken | ErrLeaseLost
+//	Fail       | no-op          | token current: absent   | as Complete               | ErrLeaseLost
+//	Extend     | ErrLeaseLost   | token current: renewed  | as Complete               | ErrLeaseLost
+//
+// Every transition is one atomic step. Tokens are fencing tokens: a claim's
+// [Token.Fence] is larger than that of every earlier claim of the key, so an
+// owner whose lease was taken over can never overwrite the new owner's result.
+// Leases and TTLs are always finite; a zero or negative one is rejected with
+// [ErrInvalidArgument].
+//
+// Stores report their own failures (a network error, a timeout) as plain
+// errors; the runtime reports those to callers as idem.ErrStoreUnavailable and
+// never mistakes them for a result.
+package store
+
+import (
+	"context"
+	"time"
+)
+
+// Store persists the state of idempotency keys. Implementations are safe for
+// concurrent use. Keys reach a store already validated by [ValidateKey].
+type Store interface {
+	// Claim tries to take the key for req.Owner. See [Status] for the outcomes.
+	// A Claim by the owner that already holds the key returns Claimed with the
+	// same token, so a retried Claim whose reply was lost is harmless.
+	Claim(ctx context.Context, key string, req ClaimRequest) (ClaimResult, error)
+	// Complete stores rec as the key's result for ttl, if tok still holds the
+	// key, and returns the record as stored (with Token, CreatedAt, ExpiresAt
+	// filled in). Otherwise it returns ErrLeaseLost. Completing again with the
+	// same token after success returns the stored record (replay).
+	Complete(ctx context.Context, key string, tok Token, rec Record, ttl time.Duration) (Record, error)
+	// Fail releases the key held by tok, so the next Claim executes. Failing an
+	// absent key is a no-op; failing a key held by another token, or completed,
+	// returns ErrLeaseLost.
+	Fail(ctx context.Context, key string, tok Token) error
+	// Extend renews the lease of tok to lease from now, or returns ErrLeaseLost.
+	Extend(ctx context.Context, key string, tok Token, lease time.Duration) error
+	// Get returns the completed record of key, or ErrNotFound when the key is
+	// absent or in progress.
+	Get(ctx context.Context, key string) (Record, error)
+	// Forget deletes the completed record of key. Forgetting an absent key is a
+	// no-op; forgetting a key in progress returns ErrInProgress.
+	Forget(ctx context.Context, key string) error
+}
+
+// Token identifies one claim of a key.
+type Token struct {
+	// Fence increases with every claim of the key.
+	Fence uint64
+	// Owner is the owner string given to Claim.
+	Owner string
+}
+
+// IsZero reports whether t is the zero Token (no claim).
+func (t Token) IsZero() bool { return t.Fence == 0 && t.Owner == "" }
+
+// ClaimRequest is the input of [Store.Claim].
+type ClaimRequest struct {
+	// Owner names this claim attempt; it must be unique across all claims of
+	// all processes (the runtime uses a random instance id and a counter).
+	Owner string
+	// Lease is how long the claim holds the key without being extended. It
+	// must be positive.
+	Lease time.Duration
+	// TTL is how long the result is meant to be kept. It must be positive. A
+	// store keeps an in-progress record at least this long, so that the fence
+	// keeps increasing across takeovers.
+	TTL time.Duration
+	// Fingerprint is stored with the claim and returned to later claimers.
+	Fingerprint []byte
+	// Waiter, when not empty, asks the store to wake that instance (see
+	// [Waker]) when the key settles, if the key is in progress elsewhere.
+	Waiter string
+}
+
+// Status is the outcome of a claim.
+type Status uint8
+
+// The outcomes of [Store.Claim].
+const (
+	// Claimed: the caller now holds the key; ClaimResult.Token is its token.
+	Claimed Status = iota + 1
+	// Completed: the key has a result; ClaimResult.Record holds it.
+	Completed
+	// InProgress: another owner holds a live lease; ClaimResult.LeaseLeft and
+	// ClaimResult.Fingerprint describe it.
+	InProgress
+)
+
+// String returns the status name.
+func (s Status) String() string {
+	switch s {
+	case Claimed:
+		return "claimed"
+	case Completed:
+		return "completed"
+	case InProgress:
+		return "in-progress"
+	}
+	return "unknown"
+}
+
+// ClaimResult is the output of [Store.Claim].
+type ClaimResult struct {
+	Status Status
+	// Token is the caller's new token (Claimed) or the holder's token with an
+	// empty Owner (InProgress).
+	Token Token
+	// Takeover is true when a Claimed key was held by an owner whose lease
+	// had expired.
+	Takeover bool
+	// LeaseLeft is the lease time left to the holder (InProgress) or to the
+	// caller (Claimed).
+	LeaseLeft time.Duration
+	// Fingerprint is the holder's fingerprint (InProgress).
+	Fingerprint []byte
+	// Record is the stored result (Completed).
+	Record Record
+}
+
+// Record is a stored result: a value, or a permanent error.
+type Record struct {
+	// Value is the encoded result; nil when Failed.
+	Value []byte
+	// Failed is true when the key's result is a permanent error.
+	Failed bool
+	// Error is the permanent error's message when Failed.
+	Error string
+	// Fingerprint of the request that produced the record.
+	Fingerprint []byte
+	// CreatedAt is when the record was stored, by the store's clock.
+	CreatedAt time.Time
+	// ExpiresAt is when the record ends, by the store's clock.
+	ExpiresAt time.Time
+	// Token is the claim that produced the record.
+	Token Token
+}
+
+// InProcess is implemented by stores whose operations never wait on I/O
+// (the in-memory store). The runtime runs their operations directly on a
+// shard's goroutine instead of sending them to a batch worker.
+type InProcess interface {
+	InProcess()
+}
+
+// Waker is implemented by stores that can tell an instance when a key it
+// waits on, held by another instance, settles.
+type Waker interface {
+	// Subscribe starts delivering wake-ups to fn until stop is called. It
+	// returns the id to pass as ClaimRequest.Waiter. fn receives the key that
+	// settled, or "" when wake-ups may have been lost (a reconnect), in which
+	// case every waiting key should be checked again. fn must not block.
+	Subscribe(ctx context.Context, fn func(key string)) (id string, stop func(), err error)
+}
