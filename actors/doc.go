@@ -1,0 +1,29 @@
+// Package actors runs idem's shard actors on protoactor-go.
+//
+// Every key belongs to one [Shard] (see package keyshard). A shard is one
+// protoactor actor and owns, on its one goroutine, the state of its keys:
+//
+//   - claiming: a store Claim is out for a candidate caller;
+//   - running: a caller of this process owns the key and runs its function;
+//   - finishing / releasing: the owner's Complete or Fail is out;
+//   - remote: another instance holds the key; the shard re-claims when the
+//     store wakes it, or on a lease-aware timer if the wake-up is lost.
+//
+// Callers that arrive for a key in any of these states are parked in the
+// entry and answered by the actor when the key settles: no polling, and no
+// store round trip per waiter. After a transient failure the claim is handed
+// to exactly one parked caller, which runs the function; a completed result
+// or a permanent error goes to all of them.
+//
+// The actor never blocks on I/O: store operations go through a group-commit
+// [mailbox.Committer] to a per-shard [mailbox.IOWorker], and their results
+// come back as ordinary messages. Stores that live in process
+// ([store.InProcess]) are called inline. Completed records are kept, once
+// validated, in a per-shard LRU that callers read without an actor hop.
+//
+// protoactor is used as notes/protoactor.md measured it best: a reply channel
+// in each message instead of futures, a long-lived worker goroutine per
+// mailbox, our own hash over cached PIDs, recover inside Receive with a
+// resuming guardian, its logger kept quiet, and Poison to stop. Nothing of
+// protoactor leaks out of this package.
+package actors

@@ -1,0 +1,476 @@
+package actors
+
+import (
+	"bytes"
+	"errors"
+	"time"
+
+	"github.com/idemrt/idem/store"
+)
+
+type phase uint8
+
+const (
+	phClaiming  phase = iota + 1 // a Claim is out for entry.owner (the candidate)
+	phRunning                    // entry.owner runs its function
+	phFinishing                  // the owner's Complete is out (or waits to be retried)
+	phReleasing                  // the owner's Fail is out
+	phRemote                     // another instance holds the key
+)
+
+// entry is the shard's state for one key with callers in flight.
+type entry struct {
+	key     string
+	phase   phase
+	owner   *Request // candidate while claiming, owner after a Grant
+	token   store.Token
+	fp      []byte // the holder's fingerprint, when known
+	lease   time.Duration
+	ttl     time.Duration
+	leaseAt time.Time // when the holder's lease was last granted or renewed
+	left    time.Duration
+	waiters []*Request
+	timer   timerItem // renewal (running), retry (finishing) or re-claim (remote)
+	backoff time.Duration
+	lost    bool
+	waited  bool // the key was seen in progress elsewhere: its callers joined a run
+	fin     *Finish
+	ownerAn Reply // the owner's answer once a release is done
+}
+
+func (s *Shard) newEntry(key string) *entry {
+	e := &entry{key: key}
+	e.timer = timerItem{idx: -1, e: e}
+	s.entries[key] = e
+	s.nEntries.Add(1)
+	return e
+}
+
+func (s *Shard) deleteEntry(e *entry) {
+	if s.entries[e.key] != e {
+		return
+	}
+	s.timers.cancel(&e.timer)
+	delete(s.entries, e.key)
+	s.nEntries.Add(-1)
+	s.checkDrained()
+}
+
+// mismatch reports whether two fingerprints are both set and differ.
+func mismatch(a, b []byte) bool {
+	return len(a) > 0 && len(b) > 0 && !bytes.Equal(a, b)
+}
+
+func (s *Shard) onRequest(r *Request) {
+	r.settle = timerItem{idx: -1, kind: timerSettle, req: r}
+	if s.closing {
+		s.reply(r, Reply{Kind: Failed, Code: FailClosed})
+		return
+	}
+	if c := s.Lookup(r.Key, s.now()); c != nil {
+		s.reply(r, Reply{Kind: Settled, Result: c})
+		return
+	}
+	e := s.entries[r.Key]
+	if e == nil {
+		e = s.newEntry(r.Key)
+		e.owner, r.where = r, candidate
+		s.claim(e)
+		return
+	}
+	switch e.phase {
+	case phRunning, phFinishing, phRemote:
+		if mismatch(e.fp, r.Fingerprint) {
+			s.reply(r, Reply{Kind: Failed, Code: FailMismatch})
+			return
+		}
+		if r.Settle == 0 {
+			s.reply(r, s.conflict(e))
+			return
+		}
+	}
+	s.park(e, r)
+}
+
+// conflict is the answer to a caller that may not wait for e any longer.
+func (s *Shard) conflict(e *entry) Reply {
+	return Reply{Kind: Failed, Code: FailConflict, LeaseLeft: s.leaseLeft(e)}
+}
+
+func (s *Shard) leaseLeft(e *entry) time.Duration {
+	var left time.Duration
+	switch e.phase {
+	case phRunning, phFinishing:
+		left = e.lease - s.now().Sub(e.leaseAt)
+	case phRemote:
+		left = e.left - s.now().Sub(e.leaseAt)
+	}
+	return max(left, 0)
+}
+
+// park queues r on e and starts its settle time.
+func (s *Shard) park(e *entry, r *Request) {
+	r.where = parked
+	e.waiters = append(e.waiters, r)
+	s.armSettle(r)
+	s.nWaiters.Add(1) // after armSettle: a test that sees the waiter sees its timer
+}
+
+func (s *Shard) armSettle(r *Request) {
+	if r.settle.at.IsZero() && r.Settle > 0 && r.Settle != Forever {
+		s.timers.schedule(&r.settle, s.now().Add(r.Settle))
+		s.rearm()
+	}
+}
+
+// takeWaiter removes and returns e's first waiter as the next candidate;
+// its settle time keeps running until it is granted the key.
+func (s *Shard) takeWaiter(e *entry) *Request {
+	if len(e.waiters) == 0 {
+		return nil
+	}
+	r := e.waiters[0]
+	e.waiters[0] = nil
+	e.waiters = e.waiters[1:]
+	s.nWaiters.Add(-1)
+	r.where = candidate
+	return r
+}
+
+// dropWaiter removes r from e's waiters and stops its settle time.
+func (s *Shard) dropWaiter(e *entry, r *Request) {
+	for i, w := range e.waiters {
+		if w == r {
+			copy(e.waiters[i:], e.waiters[i+1:])
+			e.waiters[len(e.waiters)-1] = nil
+			e.waiters = e.waiters[:len(e.waiters)-1]
+			s.nWaiters.Add(-1)
+			break
+		}
+	}
+	s.timers.cancel(&r.settle)
+	r.where = nowhere
+}
+
+// failWaiters answers every waiter of e with rep.
+func (s *Shard) failWaiters(e *entry, rep Reply) {
+	for _, w := range e.waiters {
+		s.timers.cancel(&w.settle)
+		s.reply(w, rep)
+	}
+	s.nWaiters.Add(-int64(len(e.waiters)))
+	clear(e.waiters)
+	e.waiters = e.waiters[:0]
+}
+
+// settleWaiters gives every waiter of e the key's result.
+func (s *Shard) settleWaiters(e *entry, c *Cached, joined bool) {
+	for _, w := range e.waiters {
+		s.timers.cancel(&w.settle)
+		s.reply(w, Reply{Kind: Settled, Result: c, Joined: joined})
+	}
+	s.nWaiters.Add(-int64(len(e.waiters)))
+	clear(e.waiters)
+	e.waiters = e.waiters[:0]
+}
+
+// filter answers, and removes, the waiters that cannot wait for the holder
+// of e: a different fingerprint, or no settle time.
+func (s *Shard) filter(e *entry) {
+	kept := e.waiters[:0]
+	for _, w := range e.waiters {
+		switch {
+		case mismatch(e.fp, w.Fingerprint):
+			s.timers.cancel(&w.settle)
+			s.reply(w, Reply{Kind: Failed, Code: FailMismatch})
+		case w.Settle == 0:
+			s.timers.cancel(&w.settle)
+			s.reply(w, s.conflict(e))
+		default:
+			kept = append(kept, w)
+			continue
+		}
+		s.nWaiters.Add(-1)
+	}
+	clear(e.waiters[len(kept):])
+	e.waiters = kept
+}
+
+// claim sends a Claim for e's candidate.
+func (s *Shard) claim(e *entry) {
+	r := e.owner
+	e.phase = phClaiming
+	s.submit(&op{e: e, Op: store.Op{Kind: store.OpClaim, Key: e.key, Claim: store.ClaimRequest{
+		Owner:       s.cfg.NewOwner(),
+		Lease:       r.Lease,
+		TTL:         r.TTL,
+		Fingerprint: r.Fingerprint,
+		Waiter:      s.cfg.WakerID,
+	}}})
+}
+
+func (s *Shard) claimed(e *entry, o *op) {
+	cand := e.owner
+	e.owner = nil
+	if o.Err != nil {
+		rep := Reply{Kind: Failed, Code: FailStore, Op: store.OpClaim, Err: o.Err}
+		s.reply(cand, rep)
+		s.failWaiters(e, rep)
+		s.deleteEntry(e)
+		return
+	}
+	res := o.Result
+	switch res.Status {
+	case store.Completed:
+		c := s.remember(e.key, res.Record, nil, nil)
+		s.reply(cand, Reply{Kind: Settled, Result: c, Joined: e.waited})
+		s.settleWaiters(e, c, e.waited)
+		s.deleteEntry(e)
+	case store.Claimed:
+		e.token, e.lease, e.leaseAt = res.Token, o.Claim.Lease, s.now()
+		e.fp = nil
+		owner := cand
+		if owner.where != candidate {
+			owner = s.takeWaiter(e)
+		}
+		if owner == nil || s.closing {
+			if owner != nil {
+				s.reply(owner, Reply{Kind: Failed, Code: FailClosed})
+			}
+			s.failWaiters(e, Reply{Kind: Failed, Code: FailClosed})
+			s.release(e, Reply{})
+			return
+		}
+		s.grant(e, owner)
+	case store.InProgress:
+		e.phase = phRemote
+		e.waited = true
+		e.token, e.fp = res.Token, res.Fingerprint
+		e.left, e.leaseAt = res.LeaseLeft, s.now()
+		if cand.where == candidate {
+			cand.where = parked
+			e.waiters = append(e.waiters, nil)
+			copy(e.waiters[1:], e.waiters)
+			e.waiters[0] = cand
+			s.armSettle(cand)
+			s.nWaiters.Add(1)
+		}
+		s.filter(e)
+		if len(e.waiters) == 0 {
+			s.deleteEntry(e)
+			return
+		}
+		s.scheduleReclaim(e)
+	default:
+		rep := Reply{Kind: Failed, Code: FailStore, Op: store.OpClaim, Err: errors.New("store returned an unknown claim status")}
+		s.reply(cand, rep)
+		s.failWaiters(e, rep)
+		s.deleteEntry(e)
+	}
+}
+
+// grant makes owner the owner of e and tells it to run.
+func (s *Shard) grant(e *entry, owner *Request) {
+	e.phase = phRunning
+	e.owner = owner
+	e.ttl = owner.TTL
+	e.lost = false
+	s.timers.cancel(&owner.settle)
+	if len(e.fp) == 0 {
+		e.fp = owner.Fingerprint
+	}
+	s.filter(e)
+	s.reply(owner, Reply{Kind: Grant, Token: e.token})
+	owner.where = owning
+	s.scheduleRenew(e)
+}
+
+func (s *Shard) onFinish(f *Finish) {
+	r := f.Req
+	e := s.entries[r.Key]
+	if e == nil || e.owner != r || e.phase != phRunning {
+		// The shard let go of this owner (shutdown): nothing can be stored.
+		r.where = nowhere
+		s.reply(r, Reply{Kind: Failed, Code: FailClosed})
+		return
+	}
+	s.timers.cancel(&e.timer)
+	if e.lost {
+		s.reply(r, Reply{Kind: Failed, Code: FailLeaseLost, Op: store.OpExtend, Err: store.ErrLeaseLost})
+		e.owner = nil
+		s.restart(e)
+		return
+	}
+	switch f.Kind {
+	case Success, Permanent:
+		e.fin = f
+		e.phase = phFinishing
+		e.backoff = 0
+		s.complete(e)
+	case Panic:
+		rep := Reply{Kind: Failed, Code: FailOwner, Err: f.Err}
+		s.failWaiters(e, rep)
+		s.release(e, rep)
+	default:
+		s.handOff(e, Reply{Kind: Failed, Code: FailOwner, Err: f.Err})
+	}
+}
+
+// handOff gives the key held by e's owner, who failed transiently, to the
+// first waiter; with none, it releases the claim. ownerAn is the owner's answer.
+func (s *Shard) handOff(e *entry, ownerAn Reply) {
+	if !s.closing {
+		if next := s.takeWaiter(e); next != nil {
+			s.reply(e.owner, ownerAn)
+			s.grant(e, next)
+			return
+		}
+	}
+	s.release(e, ownerAn)
+}
+
+// release sends a Fail for e's token; ownerAn goes to the owner (if any)
+// once the store has answered.
+func (s *Shard) release(e *entry, ownerAn Reply) {
+	e.phase = phReleasing
+	e.ownerAn = ownerAn
+	s.timers.cancel(&e.timer)
+	s.submit(&op{e: e, Op: store.Op{Kind: store.OpFail, Key: e.key, Token: e.token}})
+}
+
+func (s *Shard) released(e *entry, o *op) {
+	if o.Err != nil && !errors.Is(o.Err, store.ErrLeaseLost) {
+		s.cfg.Logger.Warn("idem: releasing a key failed; it stays claimed until its lease ends",
+			"key", e.key, "err", o.Err)
+	}
+	if e.owner != nil && e.ownerAn.Kind != 0 {
+		s.reply(e.owner, e.ownerAn)
+	}
+	e.owner = nil
+	s.restart(e)
+}
+
+func (s *Shard) complete(e *entry) {
+	s.submit(&op{e: e, Op: store.Op{Kind: store.OpComplete, Key: e.key, Token: e.token,
+		Record: e.fin.Record, TTL: e.ttl}})
+}
+
+func (s *Shard) completed(e *entry, o *op) {
+	owner, f := e.owner, e.fin
+	if o.Err == nil {
+		c := s.remember(e.key, o.Got, f.Value, f.Err)
+		if owner != nil {
+			s.reply(owner, Reply{Kind: Settled, Result: c})
+		}
+		s.settleWaiters(e, c, true)
+		s.deleteEntry(e)
+		return
+	}
+	if owner != nil {
+		code := FailStore
+		if errors.Is(o.Err, store.ErrLeaseLost) {
+			code = FailLeaseLost
+		}
+		s.reply(owner, Reply{Kind: Failed, Code: code, Op: store.OpComplete, Err: o.Err})
+		owner.where = nowhere
+	}
+	if errors.Is(o.Err, store.ErrLeaseLost) || s.closing || !s.now().Before(e.leaseAt.Add(e.lease)) {
+		e.owner, e.fin = nil, nil
+		s.restart(e)
+		return
+	}
+	// The store may have failed before or after it wrote the record; a
+	// Complete with the same token is safe to repeat, so keep trying while the
+	// lease lasts. The waiters keep waiting for it.
+	s.cfg.Logger.Warn("idem: storing a result failed; retrying while the lease lasts", "key", e.key, "err", o.Err)
+	e.owner = nil
+	e.backoff = min(max(2*e.backoff, 10*time.Millisecond), time.Second)
+	e.timer.kind = timerRetry
+	s.timers.schedule(&e.timer, s.now().Add(e.backoff))
+	s.rearm()
+}
+
+// restart claims the key again for the next waiter, or forgets the entry.
+func (s *Shard) restart(e *entry) {
+	e.lost, e.fin = false, nil
+	if s.closing {
+		s.failWaiters(e, Reply{Kind: Failed, Code: FailClosed})
+	}
+	next := s.takeWaiter(e)
+	if next == nil {
+		s.deleteEntry(e)
+		return
+	}
+	e.owner = next
+	e.fp = nil
+	s.claim(e)
+}
+
+// reclaim asks the store again about a key held elsewhere.
+func (s *Shard) reclaim(e *entry) {
+	s.timers.cancel(&e.timer)
+	next := s.takeWaiter(e)
+	if next == nil {
+		s.deleteEntry(e)
+		return
+	}
+	e.owner = next
+	s.claim(e)
+}
+
+func (s *Shard) onWake(key string) {
+	if key == "" {
+		for _, e := range s.entries {
+			if e.phase == phRemote {
+				e.backoff = 0
+				s.reclaim(e)
+			}
+		}
+		return
+	}
+	if e := s.entries[key]; e != nil && e.phase == phRemote {
+		e.backoff = 0
+		s.reclaim(e)
+	}
+}
+
+func (s *Shard) onAbandon(r *Request) {
+	e := s.entries[r.Key]
+	switch r.where {
+	case parked:
+		s.dropWaiter(e, r)
+		r.where = gone
+		if e.phase == phRemote && len(e.waiters) == 0 {
+			s.deleteEntry(e)
+		}
+	case candidate:
+		r.where = gone
+	case owning:
+		// The caller left as it was granted the key and will not run.
+		r.where = gone
+		if e != nil && e.owner == r && e.phase == phRunning {
+			s.timers.cancel(&e.timer)
+			s.handOff(e, Reply{})
+		}
+	}
+}
+
+func (s *Shard) onForget(m *forget) {
+	if e := s.entries[m.key]; e != nil {
+		m.reply <- store.ErrInProgress
+		return
+	}
+	if s.cache != nil {
+		s.cache.Remove(m.key)
+	}
+	s.submit(&op{fgt: m, Op: store.Op{Kind: store.OpForget, Key: m.key}})
+}
+
+// remember validates a terminal record and keeps it in the LRU.
+func (s *Shard) remember(key string, rec store.Record, value any, err error) *Cached {
+	c := &Cached{Record: rec, Value: value, Err: err}
+	if s.cache != nil && rec.ExpiresAt.After(s.now()) && (!rec.Failed || len(rec.Value) == 0) {
+		s.cache.Add(key, c)
+	}
+	return c
+}

@@ -1,0 +1,180 @@
+package actors
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+
+	"github.com/idemrt/idem/store"
+)
+
+// Request asks a shard for a key on behalf of one caller. The caller fills
+// the exported fields, sends it with [Shard.Send], and reads replies from
+// Reply: exactly one per phase (a Grant, then the answer to its Finish; or
+// one final answer).
+type Request struct {
+	Key         string
+	Fingerprint []byte
+	Lease       time.Duration
+	TTL         time.Duration
+	// Settle is how long the caller may wait for another owner; zero fails
+	// at once with FailConflict; Forever waits as long as the caller does.
+	Settle time.Duration
+	Reply  chan Reply
+
+	// cancel is the owner's run-context cancel, published by the caller
+	// after a Grant; lost is set by the actor when the run must stop.
+	cancel atomic.Pointer[context.CancelCauseFunc]
+	lost   atomic.Pointer[error]
+
+	// Owned by the actor.
+	where  where
+	settle timerItem
+}
+
+// Forever is a Settle (and lease) that never runs out by itself.
+const Forever = time.Duration(1<<63 - 1)
+
+type where uint8
+
+const (
+	nowhere   where = iota // not (or no longer) known to an entry
+	parked                 // in entry.waiters
+	candidate              // entry.owner while claiming
+	owning                 // entry.owner after a Grant
+	gone                   // the caller left; answers are dropped
+)
+
+// SetCancel publishes the cancel function of the owner's run context. If the
+// actor has already asked the run to stop, cancel is called at once.
+func (r *Request) SetCancel(cancel context.CancelCauseFunc) {
+	r.cancel.Store(&cancel)
+	if cause := r.lost.Load(); cause != nil {
+		cancel(*cause)
+	}
+}
+
+// stop cancels the owner's run with cause (from the actor).
+func (r *Request) stop(cause error) {
+	r.lost.CompareAndSwap(nil, &cause)
+	if c := r.cancel.Load(); c != nil {
+		(*c)(cause)
+	}
+}
+
+// ReplyKind says what a Reply carries.
+type ReplyKind uint8
+
+// Kinds of replies.
+const (
+	// Grant: the caller owns the key; it runs its function and sends Finish.
+	Grant ReplyKind = iota + 1
+	// Settled: the key's result (Result); for the owner, the answer to its
+	// Finish once the store acknowledged the record.
+	Settled
+	// Failed: the request failed; Code says why.
+	Failed
+)
+
+// FailCode says why a request failed.
+type FailCode uint8
+
+// Failure codes.
+const (
+	// FailConflict: the key is in progress and the caller may not (or may no
+	// longer) wait. LeaseLeft tells how long the holder's lease has left, if
+	// known.
+	FailConflict FailCode = iota + 1
+	// FailMismatch: the holder's fingerprint differs from the caller's.
+	FailMismatch
+	// FailClosed: the runtime is closing.
+	FailClosed
+	// FailStore: a store operation failed; Op names it and Err is the cause.
+	FailStore
+	// FailLeaseLost: the owner's claim was taken over.
+	FailLeaseLost
+	// FailOwner: the owner's own error, given back to it after the release
+	// (transient), or a panic given to the owner and its waiters.
+	FailOwner
+)
+
+// Reply is a shard's answer to a Request.
+type Reply struct {
+	Kind      ReplyKind
+	Code      FailCode
+	Token     store.Token // Grant
+	Result    *Cached     // Settled
+	Joined    bool        // Settled: the caller waited for an execution in flight
+	Err       error       // Failed: cause
+	Op        store.OpKind
+	LeaseLeft time.Duration
+}
+
+// FinishKind says how the owner's function ended.
+type FinishKind uint8
+
+// Kinds of Finish.
+const (
+	// Success: Record holds the encoded value.
+	Success FinishKind = iota + 1
+	// Permanent: Record holds the error to store and replay.
+	Permanent
+	// Transient: nothing is stored; the claim goes to one waiter or is
+	// released.
+	Transient
+	// Panic: the claim is released and Err goes to the owner and to every
+	// waiter.
+	Panic
+)
+
+// Finish is sent by an owner when its function has returned.
+type Finish struct {
+	Req    *Request
+	Kind   FinishKind
+	Record store.Record // Success, Permanent
+	Value  any          // Success: the value itself, for callers in this process
+	Err    error        // Permanent, Transient, Panic
+}
+
+// Cached is a validated terminal record: what the LRU holds and what
+// callers receive when a key settles.
+type Cached struct {
+	Record store.Record
+	// Value and Err are the owner's own value or permanent error, when the
+	// record was produced in this process; nil otherwise.
+	Value any
+	Err   error
+}
+
+// abandon tells the shard that a caller stopped waiting.
+type abandon struct{ req *Request }
+
+// forget asks the shard to delete a key's record.
+type forget struct {
+	key   string
+	reply chan error
+}
+
+// batchDone carries a finished store batch back to the actor.
+type batchDone struct{ ops []*op }
+
+// tick fires the shard's timers.
+type tick struct{ gen uint64 }
+
+// wake is a store wake-up for key ("" for all keys).
+type wake struct{ key string }
+
+// closing starts the shard's shutdown.
+type closing struct{}
+
+// Every message tells protoactor not to log it as a dead letter: the ones
+// that arrive after a shard stopped are expected, and protoactor's dead-letter
+// throttle would otherwise start a goroutine.
+func (*Request) IgnoreDeadLetterLogging()   {}
+func (*Finish) IgnoreDeadLetterLogging()    {}
+func (*abandon) IgnoreDeadLetterLogging()   {}
+func (*forget) IgnoreDeadLetterLogging()    {}
+func (*batchDone) IgnoreDeadLetterLogging() {}
+func (*tick) IgnoreDeadLetterLogging()      {}
+func (*wake) IgnoreDeadLetterLogging()      {}
+func (*closing) IgnoreDeadLetterLogging()   {}

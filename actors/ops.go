@@ -1,0 +1,160 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/idemrt/idem/store"
+)
+
+// op is a store operation with what the shard needs to route its result.
+type op struct {
+	store.Op
+	e   *entry
+	fgt *forget
+}
+
+// submit runs o on the store: inline for an in-process store, else through
+// the group-commit batcher.
+func (s *Shard) submit(o *op) {
+	s.nOps.Add(1)
+	if s.inline {
+		s.nBatches.Add(1)
+		ctx, cancel := s.storeContext()
+		store.RunOne(ctx, s.cfg.Store, &o.Op)
+		cancel()
+		s.handle(o)
+		return
+	}
+	s.commit.Add(o)
+}
+
+func (s *Shard) storeContext() (context.Context, context.CancelFunc) {
+	if s.cfg.StoreTimeout <= 0 {
+		return context.Background(), func() {}
+	}
+	return context.WithTimeout(context.Background(), s.cfg.StoreTimeout)
+}
+
+// flush starts one batch on the shard's I/O worker; its results come back
+// to the actor as a batchDone message.
+func (s *Shard) flush(batch []*op) {
+	s.nBatches.Add(1)
+	ops := make([]*store.Op, len(batch))
+	for i, o := range batch {
+		ops[i] = &o.Op
+	}
+	st := s.cfg.Store
+	s.io.Submit(func() {
+		ctx, cancel := s.storeContext()
+		store.Run(ctx, st, ops)
+		cancel()
+		s.send(&batchDone{ops: batch})
+	})
+}
+
+func (s *Shard) onBatch(batch []*op) {
+	for _, o := range batch {
+		s.handle(o)
+	}
+	s.commit.Done(batch)
+	s.checkDrained()
+}
+
+// handle routes a finished operation to its entry.
+func (s *Shard) handle(o *op) {
+	if o.fgt != nil {
+		o.fgt.reply <- o.Err
+		return
+	}
+	e := o.e
+	if s.entries[e.key] != e {
+		return // the entry went away (shutdown) while the op was out
+	}
+	switch o.Kind {
+	case store.OpClaim:
+		s.claimed(e, o)
+	case store.OpComplete:
+		s.completed(e, o)
+	case store.OpFail:
+		s.released(e, o)
+	case store.OpExtend:
+		s.extended(e, o)
+	}
+}
+
+func (s *Shard) scheduleRenew(e *entry) {
+	e.timer.kind = timerRenew
+	s.timers.schedule(&e.timer, s.now().Add(e.lease/3))
+	s.rearm()
+}
+
+// scheduleReclaim arms the fallback re-claim of a key held elsewhere: when
+// the holder's lease ends, or sooner on a doubling backoff, in case its
+// wake-up is lost.
+//
+// With a store that wakes waiters the timer is only a safety net and starts
+// slower; without one it is the only way to learn of the settle.
+func (s *Shard) scheduleReclaim(e *entry) {
+	first, most := 10*time.Millisecond, time.Second
+	if s.cfg.WakerID != "" {
+		first, most = 200*time.Millisecond, 2*time.Second
+	}
+	e.backoff = min(max(2*e.backoff, first), most)
+	wait := min(e.backoff, e.left+time.Millisecond)
+	e.timer.kind = timerReclaim
+	s.timers.schedule(&e.timer, s.now().Add(wait))
+	s.rearm()
+}
+
+func (s *Shard) onTimer(it *timerItem) {
+	switch it.kind {
+	case timerSettle:
+		r := it.req
+		switch r.where {
+		case parked:
+			e := s.entries[r.Key]
+			s.dropWaiter(e, r)
+			s.reply(r, s.conflict(e))
+			if e.phase == phRemote && len(e.waiters) == 0 {
+				s.deleteEntry(e)
+			}
+		case candidate:
+			if e := s.entries[r.Key]; e != nil {
+				s.reply(r, s.conflict(e))
+			}
+			r.where = gone
+		}
+	case timerRenew:
+		if e := it.e; e.phase == phRunning && !e.lost {
+			s.submit(&op{e: e, Op: store.Op{Kind: store.OpExtend, Key: e.key, Token: e.token, Lease: e.lease}})
+		}
+	case timerReclaim:
+		if e := it.e; e.phase == phRemote {
+			s.reclaim(e)
+		}
+	case timerRetry:
+		if e := it.e; e.phase == phFinishing {
+			s.complete(e)
+		}
+	}
+}
+
+func (s *Shard) extended(e *entry, o *op) {
+	if e.phase != phRunning || o.Token != e.token || e.lost {
+		return
+	}
+	switch {
+	case o.Err == nil:
+		e.leaseAt = s.now()
+		s.scheduleRenew(e)
+	case errors.Is(o.Err, store.ErrLeaseLost):
+		e.lost = true
+		s.cfg.Logger.Warn("idem: lease lost while the function runs; its result will be refused", "key", e.key)
+		e.owner.stop(store.ErrLeaseLost)
+	default:
+		s.cfg.Logger.Warn("idem: renewing a lease failed; retrying", "key", e.key, "err", o.Err)
+		s.scheduleRenew(e)
+	}
+}

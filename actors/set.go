@@ -1,0 +1,156 @@
+package actors
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/idemrt/idem/keyshard"
+	"github.com/idemrt/idem/store"
+)
+
+// Set is the fixed set of shards of one runtime, with the actor system that
+// runs them. Keys map to shards with [keyshard.Index].
+type Set struct {
+	sys      *System
+	shards   []*Shard
+	cfg      *Config
+	started  atomic.Bool
+	stopWake func()
+	once     sync.Once
+	done     chan struct{}
+	closeErr error
+}
+
+// Stats is a snapshot of a Set's counters.
+type Stats struct {
+	Shards   int   // number of shards
+	InFlight int   // keys with callers in flight
+	Waiters  int   // callers parked on a key another caller runs
+	Pending  int   // callers admitted and not yet answered
+	Batches  int64 // store batches sent since start
+	Ops      int64 // store operations sent since start
+}
+
+// NewSet starts n shard actors sharing cfg. Its Logger, Clock and Store must
+// be set.
+func NewSet(ctx context.Context, n int, cfg Config) (*Set, error) {
+	if n <= 0 {
+		return nil, errors.New("idem: shard count must be positive")
+	}
+	inst, err := instanceID()
+	if err != nil {
+		return nil, err
+	}
+	var seq atomic.Uint64
+	cfg.NewOwner = func() string { return inst + "-" + strconv.FormatUint(seq.Add(1), 36) }
+	set := &Set{cfg: &cfg, done: make(chan struct{})}
+	if w, ok := cfg.Store.(store.Waker); ok {
+		id, stop, err := w.Subscribe(ctx, set.route)
+		if err != nil {
+			return nil, err
+		}
+		cfg.WakerID, set.stopWake = id, stop
+	}
+	set.sys = NewSystem(cfg.Logger)
+	set.shards = make([]*Shard, n)
+	for i := range set.shards {
+		set.shards[i] = newShard(set.cfg)
+		set.sys.spawn(set.shards[i])
+	}
+	set.started.Store(true)
+	return set, nil
+}
+
+func instanceID() (string, error) {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(b[:]), nil
+}
+
+// route delivers a store wake-up to the shard of key, or to every shard.
+func (set *Set) route(key string) {
+	if !set.started.Load() {
+		return // nothing can be waiting yet
+	}
+	select {
+	case <-set.done:
+		return
+	default:
+	}
+	if key == "" {
+		for _, s := range set.shards {
+			s.send(&wake{})
+		}
+		return
+	}
+	set.For(key).send(&wake{key: key})
+}
+
+// For returns the shard of key.
+func (set *Set) For(key string) *Shard { return set.shards[keyshard.Index(key, len(set.shards))] }
+
+// Done is closed when the shards have stopped; a caller still waiting then
+// gets no answer and must give up.
+func (set *Set) Done() <-chan struct{} { return set.done }
+
+// Stats sums the shards' counters.
+func (set *Set) Stats() Stats {
+	st := Stats{Shards: len(set.shards)}
+	for _, s := range set.shards {
+		st.InFlight += int(s.nEntries.Load())
+		st.Waiters += int(s.nWaiters.Load())
+		st.Pending += s.gate.Pending()
+		st.Batches += s.nBatches.Load()
+		st.Ops += s.nOps.Load()
+	}
+	return st
+}
+
+// Close shuts the shards down: parked callers get FailClosed at once,
+// running owners have their context cancelled, and Close waits until their
+// results are stored or released, or until ctx is done; then it stops the
+// actors and every goroutine they own. It is idempotent; later calls wait
+// for the first and return its result.
+func (set *Set) Close(ctx context.Context) error {
+	set.once.Do(func() { set.closeErr = set.close(ctx) })
+	<-set.done
+	return set.closeErr
+}
+
+func (set *Set) close(ctx context.Context) error {
+	for _, s := range set.shards {
+		s.send(&closing{})
+	}
+	var err error
+	for _, s := range set.shards {
+		select {
+		case <-s.drained:
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+		if err != nil {
+			break
+		}
+	}
+	if set.stopWake != nil {
+		set.stopWake()
+	}
+	for _, s := range set.shards {
+		set.sys.stop(ctx, s)
+	}
+	for _, s := range set.shards {
+		if s.io != nil {
+			s.io.Stop()
+		}
+	}
+	close(set.done)
+	set.sys.Shutdown()
+	return err
+}

@@ -1,0 +1,252 @@
+package actors
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"sync/atomic"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	lru "github.com/hashicorp/golang-lru/v2"
+
+	"github.com/idemrt/idem/clock"
+	"github.com/idemrt/idem/mailbox"
+	"github.com/idemrt/idem/store"
+)
+
+// Config is what every shard of a runtime shares.
+type Config struct {
+	Store        store.Store
+	Clock        clock.Clock
+	Logger       *slog.Logger // never nil
+	CacheEntries int          // per shard; 0 disables the LRU
+	MaxPending   int          // per shard; 0: no limit
+	MaxBatch     int          // most operations in one store batch; 0: no limit
+	StoreTimeout time.Duration
+	// NewOwner returns a claim owner string unique across processes.
+	NewOwner func() string
+	// WakerID is this instance's id for store wake-ups ("" when the store
+	// cannot wake).
+	WakerID string
+}
+
+// Shard is one shard actor with its LRU and admission gate.
+type Shard struct {
+	cfg    *Config
+	root   *actor.RootContext
+	pid    *actor.PID
+	worker *mailbox.Worker
+	io     *mailbox.IOWorker
+	inline bool
+	cache  *lru.Cache[string, *Cached]
+	gate   mailbox.Gate
+
+	// Owned by the actor's goroutine.
+	entries map[string]*entry
+	timers  timerHeap
+	armed   clock.Timer
+	armedAt time.Time
+	armGen  uint64
+	commit  *mailbox.Committer[*op]
+	closing bool
+	drained chan struct{}
+	isDrain bool
+
+	// Read by Stats from any goroutine.
+	nEntries atomic.Int64
+	nWaiters atomic.Int64
+	nBatches atomic.Int64
+	nOps     atomic.Int64
+}
+
+func newShard(cfg *Config) *Shard {
+	s := &Shard{
+		cfg:     cfg,
+		entries: make(map[string]*entry),
+		drained: make(chan struct{}),
+	}
+	s.gate.SetLimit(cfg.MaxPending)
+	if cfg.CacheEntries > 0 {
+		s.cache, _ = lru.New[string, *Cached](cfg.CacheEntries)
+	}
+	_, s.inline = cfg.Store.(store.InProcess)
+	if !s.inline {
+		s.io = mailbox.NewIOWorker()
+	}
+	s.commit = mailbox.NewCommitter(cfg.MaxBatch, s.flush)
+	return s
+}
+
+// Enter admits a request into the shard, or reports false when MaxPending
+// requests are already pending. Every admitted request must Leave.
+func (s *Shard) Enter() bool { return s.gate.Enter() }
+
+// Leave ends a request admitted by Enter.
+func (s *Shard) Leave() { s.gate.Leave() }
+
+// Send hands r to the shard. r.Reply must have a buffer of one.
+func (s *Shard) Send(r *Request) { s.root.Send(s.pid, r) }
+
+// Finish hands an owner's result to the shard.
+func (s *Shard) Finish(f *Finish) { s.root.Send(s.pid, f) }
+
+// Abandon tells the shard that r's caller stopped waiting.
+func (s *Shard) Abandon(r *Request) { s.root.Send(s.pid, &abandon{req: r}) }
+
+// Forget deletes key's record from the LRU and the store.
+func (s *Shard) Forget(ctx context.Context, key string) error {
+	m := &forget{key: key, reply: make(chan error, 1)}
+	s.root.Send(s.pid, m)
+	select {
+	case err := <-m.reply:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Lookup returns the cached terminal record of key, if the LRU holds one
+// that has not expired at now. It is safe for concurrent use.
+func (s *Shard) Lookup(key string, now time.Time) *Cached {
+	if s.cache == nil {
+		return nil
+	}
+	c, ok := s.cache.Get(key)
+	if !ok {
+		return nil
+	}
+	if !now.Before(c.Record.ExpiresAt) {
+		s.cache.Remove(key)
+		return nil
+	}
+	return c
+}
+
+func (s *Shard) send(msg any) { s.root.Send(s.pid, msg) }
+
+// Receive handles one message on the shard's goroutine.
+func (s *Shard) Receive(c actor.Context) {
+	defer s.recoverPanic(c.Message())
+	switch m := c.Message().(type) {
+	case *Request:
+		s.onRequest(m)
+	case *Finish:
+		s.onFinish(m)
+	case *abandon:
+		s.onAbandon(m.req)
+	case *batchDone:
+		s.onBatch(m.ops)
+	case *tick:
+		s.onTick(m)
+	case *wake:
+		s.onWake(m.key)
+	case *forget:
+		s.onForget(m)
+	case *closing:
+		s.onClosing()
+	case *actor.Stopping:
+		s.onStopping()
+	}
+}
+
+// recoverPanic keeps the shard alive after a bug in its own code. The state
+// of the key in hand may be inconsistent, so it is logged as an error.
+func (s *Shard) recoverPanic(msg any) {
+	if p := recover(); p != nil {
+		s.cfg.Logger.Error("idem: shard actor recovered from a panic",
+			"panic", fmt.Sprint(p), "message", fmt.Sprintf("%T", msg), "stack", string(debug.Stack()))
+	}
+}
+
+// reply answers r without blocking: r.Reply has room for one reply per
+// phase, and a caller that left no longer reads it.
+func (s *Shard) reply(r *Request, rep Reply) {
+	if r.where == gone {
+		return
+	}
+	r.where = nowhere
+	select {
+	case r.Reply <- rep:
+	default:
+		s.cfg.Logger.Error("idem: reply channel full", "key", r.Key)
+	}
+}
+
+func (s *Shard) now() time.Time { return s.cfg.Clock.Now() }
+
+// rearm makes sure a clock timer will fire for the earliest deadline.
+func (s *Shard) rearm() {
+	if len(s.timers) == 0 {
+		return
+	}
+	at := s.timers[0].at
+	if s.armed != nil && !s.armedAt.After(at) {
+		return // the armed timer fires first; it re-arms then
+	}
+	if s.armed != nil {
+		s.armed.Stop()
+	}
+	s.armGen++
+	gen := s.armGen
+	s.armedAt = at
+	s.armed = s.cfg.Clock.AfterFunc(at.Sub(s.now()), func() { s.send(&tick{gen: gen}) })
+}
+
+func (s *Shard) onTick(m *tick) {
+	if m.gen == s.armGen {
+		s.armed = nil
+	}
+	now := s.now()
+	for it := s.timers.popDue(now); it != nil; it = s.timers.popDue(now) {
+		s.onTimer(it)
+	}
+	s.rearm()
+}
+
+func (s *Shard) onClosing() {
+	s.closing = true
+	for _, e := range s.entries {
+		s.failWaiters(e, Reply{Kind: Failed, Code: FailClosed})
+		switch e.phase {
+		case phClaiming:
+			s.reply(e.owner, Reply{Kind: Failed, Code: FailClosed})
+			e.owner.where = gone
+		case phRunning:
+			e.owner.stop(ErrClosing)
+		case phRemote:
+			s.deleteEntry(e)
+		}
+	}
+	s.checkDrained()
+}
+
+// checkDrained closes drained once a closing shard holds no key and no
+// batch: every owner's result is stored or released.
+func (s *Shard) checkDrained() {
+	if s.closing && !s.isDrain && len(s.entries) == 0 && !s.commit.InFlight() {
+		s.isDrain = true
+		close(s.drained)
+	}
+}
+
+func (s *Shard) onStopping() {
+	if s.armed != nil {
+		s.armed.Stop()
+		s.armed = nil
+	}
+	closed := Reply{Kind: Failed, Code: FailClosed}
+	for _, e := range s.entries {
+		s.failWaiters(e, closed)
+		if e.owner != nil {
+			e.owner.stop(ErrClosing)
+			s.reply(e.owner, closed)
+		}
+		s.deleteEntry(e)
+	}
+}
+
+// ErrClosing is the cause given to an owner's context when the runtime
+// closes while its function runs.
+var ErrClosing = fmt.Errorf("%w: runtime closing", store.ErrClosed)

@@ -1,0 +1,88 @@
+package actors
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/idemrt/idem/mailbox"
+)
+
+// System is the protoactor actor system that hosts a runtime's shards.
+type System struct {
+	sys *actor.ActorSystem
+}
+
+// NewSystem creates an actor system whose own log lines go to logger at
+// warning level and above only (protoactor logs routine events at info).
+// A nil logger discards them.
+func NewSystem(logger *slog.Logger) *System {
+	handler := slog.DiscardHandler
+	if logger != nil {
+		handler = minLevel{logger.Handler(), slog.LevelWarn}
+	}
+	quiet := slog.New(handler).With("lib", "protoactor")
+	sys := actor.NewActorSystem(
+		actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }),
+		actor.WithDeadLetterRequestLogging(false),
+	)
+	return &System{sys: sys}
+}
+
+// resume keeps a shard's state when its Receive panics despite its own
+// recover: protoactor's default would replace the actor and lose every parked
+// caller.
+var resume = actor.NewOneForOneStrategy(10, time.Second, func(any) actor.Directive {
+	return actor.ResumeDirective
+})
+
+// spawn starts sh as an actor on its own worker goroutine.
+func (s *System) spawn(sh *Shard) {
+	sh.worker = mailbox.NewWorker()
+	props := actor.PropsFromProducer(func() actor.Actor { return sh },
+		actor.WithDispatcher(sh.worker),
+		actor.WithGuardian(resume))
+	sh.root = s.sys.Root
+	sh.pid = s.sys.Root.Spawn(props)
+}
+
+// stop poisons sh (it handles what is queued, then stops) and waits for it,
+// at most until ctx is done.
+func (s *System) stop(ctx context.Context, sh *Shard) {
+	f := s.sys.Root.PoisonFuture(sh.pid)
+	done := make(chan struct{})
+	go func() {
+		_ = f.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		s.sys.Root.Stop(sh.pid)
+		<-done
+	}
+	sh.worker.Stop()
+}
+
+// Shutdown releases the actor system.
+func (s *System) Shutdown() { s.sys.Shutdown() }
+
+// minLevel drops records below a level.
+type minLevel struct {
+	slog.Handler
+	min slog.Level
+}
+
+func (h minLevel) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= h.min && h.Handler.Enabled(ctx, l)
+}
+
+func (h minLevel) WithAttrs(as []slog.Attr) slog.Handler {
+	return minLevel{h.Handler.WithAttrs(as), h.min}
+}
+
+func (h minLevel) WithGroup(name string) slog.Handler {
+	return minLevel{h.Handler.WithGroup(name), h.min}
+}

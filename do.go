@@ -1,0 +1,264 @@
+package idem
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+
+	"github.com/idemrt/idem/actors"
+	"github.com/idemrt/idem/store"
+)
+
+// Do runs fn once for key and returns its result to every caller of key.
+//
+//   - The first caller executes fn. Callers that arrive while it runs wait
+//     (up to the settle time, see WithSettle) and get the same result, or the
+//     same permanent error, the moment it is stored.
+//   - Callers that arrive later get the stored result without running
+//     anything, until it expires (WithTTL).
+//   - If fn fails with an error that is not permanent (see [Permanent]),
+//     nothing is stored: the caller gets its error, and one waiting caller,
+//     if any, is handed the key and runs fn in turn.
+//   - If fn panics, its caller and every waiting caller get a [*PanicError]
+//     and the key is released.
+//
+// fn runs under a context that keeps ctx's values and deadline but not its
+// cancellation: one caller giving up does not stop work others wait for. If
+// ctx is cancelled while fn runs, Do returns ctx.Err() at once, and fn goes
+// on and stores its result for the next call. fn's context is cancelled if
+// the key's lease is lost or the runtime closes.
+//
+// Results are encoded with the codec (JSON by default) for the store; callers
+// in this process receive the owner's value itself, shared between them, so
+// treat it as read-only.
+//
+// Available options: [WithTTL], [WithLease], [WithSettle], [WithFingerprint],
+// [WithCodec], [WithOutcome], [WithClassifier].
+func Do[T any](ctx context.Context, rt *Runtime, key string, fn func(context.Context) (T, error), opts ...Option) (T, error) {
+	if rt == nil {
+		var zero T
+		return zero, fmt.Errorf("%w: Do on a nil *Runtime", ErrInvalidArgument)
+	}
+	c := rt.defaults
+	for _, o := range opts {
+		if o != nil {
+			o(&c)
+		}
+	}
+	v, out, err := do(ctx, rt, key, fn, &c)
+	if c.outcome != nil {
+		*c.outcome = out
+	}
+	return v, err
+}
+
+func do[T any](ctx context.Context, rt *Runtime, key string, fn func(context.Context) (T, error), c *callOptions) (T, Outcome, error) {
+	var zero T
+	switch {
+	case c.err != nil:
+		return zero, NoOutcome, c.err
+	case fn == nil:
+		return zero, NoOutcome, fmt.Errorf("%w: Do with a nil function", ErrInvalidArgument)
+	}
+	if err := store.ValidateKey(key); err != nil {
+		return zero, NoOutcome, err
+	}
+	if rt.closed.Load() {
+		return zero, NoOutcome, keyErr(key, ErrClosed)
+	}
+	if err := ctx.Err(); err != nil {
+		return zero, NoOutcome, err
+	}
+	sh := rt.set.For(key)
+	if hit := sh.Lookup(key, rt.clock.Now()); hit != nil {
+		v, err := result[T](key, c, hit)
+		return v, Replayed, err
+	}
+	if !sh.Enter() {
+		return zero, NoOutcome, keyErr(key, ErrOverloaded)
+	}
+	defer sh.Leave()
+	req := &actors.Request{
+		Key:         key,
+		Fingerprint: c.fp,
+		Lease:       c.lease,
+		TTL:         c.ttl,
+		Settle:      c.settle,
+		Reply:       make(chan actors.Reply, 1),
+	}
+	sh.Send(req)
+	rep, err := rt.wait(ctx, sh, req, true)
+	if err != nil {
+		return zero, NoOutcome, err
+	}
+	switch rep.Kind {
+	case actors.Grant:
+		return execute(ctx, rt, sh, req, fn, c)
+	case actors.Settled:
+		out := Replayed
+		if rep.Joined {
+			out = Joined
+		}
+		v, err := result[T](key, c, rep.Result)
+		return v, out, err
+	default:
+		return zero, NoOutcome, failure(key, rep)
+	}
+}
+
+// wait returns the shard's next reply to req. If ctx ends first and leave
+// is set, the shard is told that the caller left.
+func (rt *Runtime) wait(ctx context.Context, sh *actors.Shard, req *actors.Request, leave bool) (actors.Reply, error) {
+	select {
+	case rep := <-req.Reply:
+		return rep, nil
+	case <-ctx.Done():
+		select {
+		case rep := <-req.Reply:
+			if rep.Kind != actors.Grant {
+				return rep, nil
+			}
+		default:
+		}
+		if leave {
+			sh.Abandon(req)
+		}
+		return actors.Reply{}, ctx.Err()
+	case <-rt.set.Done():
+		return actors.Reply{}, keyErr(req.Key, ErrClosed)
+	}
+}
+
+// execute runs fn as the key's owner, hands the outcome to the shard and
+// returns the shard's answer once the store has it.
+func execute[T any](ctx context.Context, rt *Runtime, sh *actors.Shard, req *actors.Request, fn func(context.Context) (T, error), c *callOptions) (T, Outcome, error) {
+	runCtx, cancel := runContext(ctx)
+	req.SetCancel(cancel)
+	if ctx.Done() == nil {
+		// Nothing can cancel this caller: run fn on its own goroutine.
+		run(runCtx, cancel, sh, req, fn, c)
+	} else {
+		// Run fn apart, so that Do can return when ctx ends while fn goes
+		// on for the callers waiting for it.
+		go run(runCtx, cancel, sh, req, fn, c)
+	}
+	rep, err := rt.wait(ctx, sh, req, false)
+	if err != nil {
+		var zero T
+		return zero, Executed, err
+	}
+	if rep.Kind == actors.Settled {
+		v, err := result[T](req.Key, c, rep.Result)
+		return v, Executed, err
+	}
+	var zero T
+	return zero, Executed, failure(req.Key, rep)
+}
+
+// runContext returns the context fn runs under: ctx's values and deadline,
+// without its cancellation, cancellable by the shard.
+func runContext(ctx context.Context) (context.Context, context.CancelCauseFunc) {
+	base, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	dl, ok := ctx.Deadline()
+	if !ok {
+		return base, cancel
+	}
+	withDl, cancelDl := context.WithDeadline(base, dl)
+	return withDl, func(cause error) {
+		cancel(cause)
+		cancelDl()
+	}
+}
+
+// run calls fn and sends the shard a Finish however fn ends: a value, an
+// error, a panic, or runtime.Goexit (t.FailNow in a test).
+func run[T any](ctx context.Context, cancel context.CancelCauseFunc, sh *actors.Shard, req *actors.Request, fn func(context.Context) (T, error), c *callOptions) {
+	f := &actors.Finish{Req: req}
+	returned := false
+	defer func() {
+		cancel(nil)
+		if !returned {
+			if p := recover(); p != nil {
+				f.Kind = actors.Panic
+				f.Err = &PanicError{Key: req.Key, Value: p, Stack: debug.Stack()}
+			} else {
+				f.Kind = actors.Transient
+				f.Err = fmt.Errorf("idem: %s: function called runtime.Goexit", describeKey(req.Key))
+			}
+		}
+		sh.Finish(f)
+	}()
+	v, err := fn(ctx)
+	switch {
+	case err == nil:
+		data, encErr := c.codec.Marshal(v)
+		if encErr != nil {
+			ce := &CodecError{Key: req.Key, Op: "encode", Err: encErr}
+			f.Kind, f.Err = actors.Permanent, ce
+			f.Record = failedRecord(ce, c.fp)
+			break
+		}
+		f.Kind, f.Value = actors.Success, v
+		f.Record.Value, f.Record.Fingerprint = data, c.fp
+	case IsPermanent(err) || (c.permanent != nil && c.permanent(err)):
+		f.Kind, f.Err = actors.Permanent, err
+		f.Record = failedRecord(err, c.fp)
+	default:
+		f.Kind, f.Err = actors.Transient, err
+	}
+	returned = true
+}
+
+func failedRecord(err error, fp []byte) store.Record {
+	return store.Record{Failed: true, Error: err.Error(), Fingerprint: fp}
+}
+
+// result turns a settled record into the caller's answer, checking the
+// fingerprint first: no path replays another request's result.
+func result[T any](key string, c *callOptions, hit *actors.Cached) (T, error) {
+	var zero T
+	rec := &hit.Record
+	if len(c.fp) > 0 && len(rec.Fingerprint) > 0 && !bytes.Equal(c.fp, rec.Fingerprint) {
+		return zero, keyErr(key, ErrFingerprintMismatch)
+	}
+	if rec.Failed {
+		if hit.Err != nil {
+			return zero, hit.Err
+		}
+		return zero, &ReplayedError{Key: key, Message: rec.Error}
+	}
+	if hit.Value != nil {
+		if v, ok := hit.Value.(T); ok {
+			return v, nil
+		}
+	}
+	var v T
+	if err := c.codec.Unmarshal(rec.Value, &v); err != nil {
+		return zero, &CodecError{Key: key, Op: "decode", Err: err}
+	}
+	return v, nil
+}
+
+// failure turns a shard's failure reply into the caller's error.
+func failure(key string, rep actors.Reply) error {
+	switch rep.Code {
+	case actors.FailConflict:
+		return &ConflictError{Key: key, State: "in-progress", LeaseLeft: rep.LeaseLeft}
+	case actors.FailMismatch:
+		return keyErr(key, ErrFingerprintMismatch)
+	case actors.FailClosed:
+		return keyErr(key, ErrClosed)
+	case actors.FailLeaseLost:
+		return keyErr(key, ErrLeaseLost)
+	case actors.FailOwner:
+		return rep.Err
+	case actors.FailStore:
+		if store.IsContract(rep.Err) && !errors.Is(rep.Err, store.ErrLeaseLost) {
+			return fmt.Errorf("idem: %s: store %s: %w", describeKey(key), rep.Op, rep.Err)
+		}
+		return &StoreError{Key: key, Op: rep.Op.String(), Err: rep.Err}
+	}
+	return keyErr(key, fmt.Errorf("unexpected reply %d/%d", rep.Kind, rep.Code))
+}

@@ -1,0 +1,121 @@
+package idem
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/idemrt/idem/store"
+)
+
+// Errors returned by the runtime. Test for them with errors.Is; the typed
+// errors below carry the details and match their sentinel.
+var (
+	// ErrConflict: the key is in progress and the caller could not wait for
+	// it (settle time zero or used up). The error is a [*ConflictError].
+	ErrConflict = errors.New("idem: key in progress")
+	// ErrFingerprintMismatch: the key was used, or is in use, by a request
+	// with a different fingerprint. Nothing was replayed.
+	ErrFingerprintMismatch = errors.New("idem: fingerprint mismatch")
+	// ErrLeaseLost: the caller's claim was taken over (its lease ran out)
+	// while its function ran; its result was not stored.
+	ErrLeaseLost = store.ErrLeaseLost
+	// ErrClosed: the runtime is closed or closing.
+	ErrClosed = store.ErrClosed
+	// ErrOverloaded: the key's shard already has Options.MaxPending callers.
+	ErrOverloaded = errors.New("idem: overloaded")
+	// ErrInvalidKey: the key is empty, longer than 1 KiB or holds a NUL byte.
+	ErrInvalidKey = store.ErrInvalidKey
+	// ErrInvalidArgument: a bad option value, a nil function or a nil runtime.
+	ErrInvalidArgument = store.ErrInvalidArgument
+	// ErrStoreUnavailable: the store failed (down, slow, restarting). The
+	// error is a [*StoreError] wrapping the cause. Nothing is reported done
+	// that the store did not acknowledge.
+	ErrStoreUnavailable = errors.New("idem: store unavailable")
+)
+
+// ConflictError is the [ErrConflict] of one key.
+type ConflictError struct {
+	// Key is the key, as given to Do.
+	Key string
+	// State is the key's state: "in-progress".
+	State string
+	// LeaseLeft is how long the holder's lease had left, when known.
+	LeaseLeft time.Duration
+}
+
+func (e *ConflictError) Error() string {
+	return fmt.Sprintf("idem: %s is %s (lease left %v)", describeKey(e.Key), e.State, e.LeaseLeft.Round(time.Millisecond))
+}
+
+// Is makes errors.Is(err, ErrConflict) true.
+func (e *ConflictError) Is(target error) bool { return target == ErrConflict }
+
+// StoreError is the [ErrStoreUnavailable] of one store operation.
+type StoreError struct {
+	Key string
+	Op  string // claim, complete, fail, extend, get or forget
+	Err error  // the store's error
+}
+
+func (e *StoreError) Error() string {
+	return fmt.Sprintf("idem: %s: store %s failed: %v", describeKey(e.Key), e.Op, e.Err)
+}
+
+// Is makes errors.Is(err, ErrStoreUnavailable) true.
+func (e *StoreError) Is(target error) bool { return target == ErrStoreUnavailable }
+
+// Unwrap returns the store's error.
+func (e *StoreError) Unwrap() error { return e.Err }
+
+// PanicError is what callers of a key get when its function panicked: the
+// owner and every caller waiting for it get the same error, and the claim is
+// released so a later call runs again. (A panic is a bug, not a business
+// outcome; it is not stored.)
+type PanicError struct {
+	Key   string
+	Value any    // the value passed to panic
+	Stack []byte // the owner's stack when it panicked
+}
+
+func (e *PanicError) Error() string {
+	return fmt.Sprintf("idem: %s: function panicked: %v", describeKey(e.Key), e.Value)
+}
+
+// Unwrap returns the panic value if it is an error.
+func (e *PanicError) Unwrap() error {
+	err, _ := e.Value.(error)
+	return err
+}
+
+// CodecError reports a value that could not be encoded for the store, or a
+// stored value that could not be decoded into the caller's type.
+//
+// A value that cannot be encoded is stored as a permanent error: its
+// function ran, and its side effect must not run again on a retry.
+type CodecError struct {
+	Key string
+	Op  string // "encode" or "decode"
+	Err error
+}
+
+func (e *CodecError) Error() string {
+	return fmt.Sprintf("idem: %s: %s result: %v", describeKey(e.Key), e.Op, e.Err)
+}
+
+// Unwrap returns the codec's error.
+func (e *CodecError) Unwrap() error { return e.Err }
+
+// keyErr wraps a sentinel with the key it is about.
+func keyErr(key string, err error) error {
+	return fmt.Errorf("idem: %s: %w", describeKey(key), err)
+}
+
+// describeKey names a key in messages; a key built by store.BuildKey is shown
+// with its namespace and version, so errors tell tenants apart.
+func describeKey(key string) string {
+	if k, s, ok := store.ParseKey(key); ok {
+		return fmt.Sprintf("key %q (namespace %q, version %q)", k, s.Namespace, s.Version)
+	}
+	return fmt.Sprintf("key %q", key)
+}

@@ -1,0 +1,5 @@
+package idem_test
+
+import "runtime"
+
+func runtimeGoexit() { runtime.Goexit() }

@@ -1,0 +1,225 @@
+package idem
+
+import (
+	"fmt"
+	"log/slog"
+	"runtime"
+	"time"
+
+	"github.com/idemrt/idem/clock"
+	"github.com/idemrt/idem/store"
+)
+
+// Options configures a [Runtime]. The zero value is valid: every field has a
+// documented default, used when the field is left zero. Negative values are
+// errors, never "no limit".
+type Options struct {
+	// Store persists keys and results.
+	// Default: a new in-memory store (store/memstore) owned by the runtime.
+	Store store.Store
+
+	// Shards is the number of shard actors keys are spread over. Keep it a
+	// small multiple of GOMAXPROCS: more shards means smaller store batches.
+	// Default: 2 × GOMAXPROCS. At most 4096.
+	Shards int
+
+	// CacheEntries is how many completed results the hot cache (an LRU per
+	// shard, in front of the store) holds in all.
+	// Default: 65536.
+	CacheEntries int
+
+	// DisableCache turns the hot cache off: every replay reads the store.
+	// Default: false.
+	DisableCache bool
+
+	// LeaseTTL is how long a claim holds its key without renewal. The
+	// runtime renews it every third of it while the function runs; when a
+	// process dies, its keys are taken over after this long.
+	// Default: 60s.
+	LeaseTTL time.Duration
+
+	// ResultTTL is how long a completed result (or permanent error) is kept
+	// and replayed.
+	// Default: 24h.
+	ResultTTL time.Duration
+
+	// Settle is how long a call waits for another call of the same key that
+	// is running, unless the call says otherwise (WithSettle).
+	// Default: 30s.
+	Settle time.Duration
+
+	// MaxPending bounds the calls pending in one shard (waiting or running);
+	// past it, calls fail at once with ErrOverloaded.
+	// Default: 10000.
+	MaxPending int
+
+	// MaxBatch bounds the store operations sent in one batch.
+	// Default: 256.
+	MaxBatch int
+
+	// StoreTimeout bounds each store operation (each batch).
+	// Default: 5s.
+	StoreTimeout time.Duration
+
+	// Permanent classifies the errors of functions: those for which it
+	// returns true are stored and replayed like results, as if marked with
+	// [Permanent]. Per call, WithClassifier replaces it.
+	// Default: nil (only errors marked with Permanent are permanent).
+	Permanent func(error) bool
+
+	// Logger receives the runtime's warnings (lease lost, store errors). The
+	// runtime logs nothing per call at info level.
+	// Default: nil, which discards everything.
+	Logger *slog.Logger
+
+	// Clock is the source of time for leases, TTLs and settle timeouts.
+	// Tests pass a *clock.Fake.
+	// Default: the real clock.
+	Clock clock.Clock
+}
+
+const maxShards = 4096
+
+// resolve fills in defaults and rejects invalid values.
+func (o Options) resolve() (Options, error) {
+	bad := func(format string, args ...any) (Options, error) {
+		return o, fmt.Errorf("%w: Options.%s", ErrInvalidArgument, fmt.Sprintf(format, args...))
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"LeaseTTL", o.LeaseTTL}, {"ResultTTL", o.ResultTTL}, {"Settle", o.Settle}, {"StoreTimeout", o.StoreTimeout}} {
+		if d.v < 0 {
+			return bad("%s is %v; it must not be negative (zero means the default)", d.name, d.v)
+		}
+	}
+	for _, n := range []struct {
+		name string
+		v    int
+	}{{"Shards", o.Shards}, {"CacheEntries", o.CacheEntries}, {"MaxPending", o.MaxPending}, {"MaxBatch", o.MaxBatch}} {
+		if n.v < 0 {
+			return bad("%s is %d; it must not be negative (zero means the default)", n.name, n.v)
+		}
+	}
+	if o.Shards > maxShards {
+		return bad("Shards is %d; at most %d", o.Shards, maxShards)
+	}
+	if o.Shards == 0 {
+		o.Shards = 2 * runtime.GOMAXPROCS(0)
+	}
+	if o.CacheEntries == 0 {
+		o.CacheEntries = 65536
+	}
+	if o.LeaseTTL == 0 {
+		o.LeaseTTL = 60 * time.Second
+	}
+	if o.ResultTTL == 0 {
+		o.ResultTTL = 24 * time.Hour
+	}
+	if o.Settle == 0 {
+		o.Settle = 30 * time.Second
+	}
+	if o.MaxPending == 0 {
+		o.MaxPending = 10000
+	}
+	if o.MaxBatch == 0 {
+		o.MaxBatch = 256
+	}
+	if o.StoreTimeout == 0 {
+		o.StoreTimeout = 5 * time.Second
+	}
+	if o.Clock == nil {
+		o.Clock = clock.Real()
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return o, nil
+}
+
+// Option adjusts one call of [Do].
+type Option func(*callOptions)
+
+type callOptions struct {
+	ttl, lease, settle time.Duration
+	fp                 []byte
+	codec              Codec
+	outcome            *Outcome
+	permanent          func(error) bool
+	err                error
+}
+
+func (c *callOptions) fail(format string, args ...any) {
+	if c.err == nil {
+		c.err = fmt.Errorf("%w: %s", ErrInvalidArgument, fmt.Sprintf(format, args...))
+	}
+}
+
+// WithTTL sets how long this call's result is kept (default:
+// Options.ResultTTL). It must be positive.
+func WithTTL(d time.Duration) Option {
+	return func(c *callOptions) {
+		if d <= 0 {
+			c.fail("WithTTL(%v): a result TTL must be positive", d)
+			return
+		}
+		c.ttl = d
+	}
+}
+
+// WithLease sets this call's lease (default: Options.LeaseTTL). It must be
+// positive: a lease never lasts forever.
+func WithLease(d time.Duration) Option {
+	return func(c *callOptions) {
+		if d <= 0 {
+			c.fail("WithLease(%v): a lease must be positive", d)
+			return
+		}
+		c.lease = d
+	}
+}
+
+// WithSettle sets how long this call waits for a run of the key in flight
+// elsewhere (default: Options.Settle). Zero fails at once with ErrConflict
+// instead of waiting.
+func WithSettle(d time.Duration) Option {
+	return func(c *callOptions) {
+		if d < 0 {
+			c.fail("WithSettle(%v): a settle time must not be negative", d)
+			return
+		}
+		c.settle = d
+	}
+}
+
+// WithFingerprint ties the key to a request: a digest of what the call does
+// (method, path, body). A call whose fingerprint differs from the one the key
+// was used with gets ErrFingerprintMismatch instead of another request's
+// result. Calls without a fingerprint match any.
+func WithFingerprint(fp []byte) Option {
+	fp = append([]byte(nil), fp...)
+	return func(c *callOptions) { c.fp = fp }
+}
+
+// WithCodec sets how this call's result is encoded for the store (default:
+// JSON).
+func WithCodec(codec Codec) Option {
+	return func(c *callOptions) {
+		if codec == nil {
+			c.fail("WithCodec(nil)")
+			return
+		}
+		c.codec = codec
+	}
+}
+
+// WithOutcome makes Do store how it got its answer in *o.
+func WithOutcome(o *Outcome) Option {
+	return func(c *callOptions) { c.outcome = o }
+}
+
+// WithClassifier sets which errors of this call's function are permanent,
+// replacing Options.Permanent. Errors marked with Permanent always are.
+func WithClassifier(isPermanent func(error) bool) Option {
+	return func(c *callOptions) { c.permanent = isPermanent }
+}

@@ -1,0 +1,121 @@
+package idem
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/idemrt/idem/actors"
+	"github.com/idemrt/idem/clock"
+	"github.com/idemrt/idem/store"
+	"github.com/idemrt/idem/store/memstore"
+)
+
+// Runtime runs functions once per idempotency key. Create it with [New],
+// call [Do] from any goroutine, and [Runtime.Close] it when done.
+type Runtime struct {
+	opts     Options
+	clock    clock.Clock
+	set      *actors.Set
+	closed   atomic.Bool
+	ownStore *memstore.Store
+	defaults callOptions
+}
+
+// New starts a runtime: its shard actors and, with a store that can wake
+// waiters across instances, its subscription.
+func New(opts Options) (*Runtime, error) {
+	o, err := opts.resolve()
+	if err != nil {
+		return nil, err
+	}
+	rt := &Runtime{opts: o, clock: o.Clock}
+	if o.Store == nil {
+		rt.ownStore = memstore.New(memstore.Options{Clock: o.Clock})
+		o.Store = rt.ownStore
+	}
+	perShard := 0
+	if !o.DisableCache {
+		perShard = (o.CacheEntries + o.Shards - 1) / o.Shards
+	}
+	rt.set, err = actors.NewSet(context.Background(), o.Shards, actors.Config{
+		Store:        o.Store,
+		Clock:        o.Clock,
+		Logger:       o.Logger,
+		CacheEntries: perShard,
+		MaxPending:   o.MaxPending,
+		MaxBatch:     o.MaxBatch,
+		StoreTimeout: o.StoreTimeout,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("idem: start shards: %w", err)
+	}
+	rt.defaults = callOptions{
+		ttl:       o.ResultTTL,
+		lease:     o.LeaseTTL,
+		settle:    o.Settle,
+		codec:     JSON,
+		permanent: o.Permanent,
+	}
+	return rt, nil
+}
+
+// Must returns rt, or panics if err is not nil. It suits package-level
+// runtimes: var rt = idem.Must(idem.New(idem.Options{})).
+func Must(rt *Runtime, err error) *Runtime {
+	if err != nil {
+		panic(err)
+	}
+	return rt
+}
+
+// Close shuts the runtime down. Calls that wait for another caller get
+// ErrClosed at once; functions that are running have their context
+// cancelled, and Close waits until their results are stored (or their keys
+// released), so no finished side effect goes unrecorded; later calls get
+// ErrClosed. If ctx ends first, Close stops waiting, fails the remaining
+// callers with ErrClosed, and returns ctx's error. When Close returns, no
+// goroutine of the runtime is left (only functions that ignore their
+// context may still be running).
+//
+// Close is idempotent; a store given in Options is not closed.
+func (rt *Runtime) Close(ctx context.Context) error {
+	rt.closed.Store(true)
+	err := rt.set.Close(ctx)
+	if rt.ownStore != nil {
+		rt.ownStore.Close()
+	}
+	return err
+}
+
+// Stats is a snapshot of a runtime's counters.
+type Stats = actors.Stats
+
+// Stats returns the runtime's counters: keys in flight, parked callers,
+// pending callers, store batches and operations.
+func (rt *Runtime) Stats() Stats { return rt.set.Stats() }
+
+// Forget deletes the stored result of key, in this runtime's cache and in
+// the store, so the next call runs again. It returns a *ConflictError while
+// the key is in progress. Other instances that share the store may keep
+// replaying the result from their own caches until it expires there.
+func (rt *Runtime) Forget(ctx context.Context, key string) error {
+	if err := store.ValidateKey(key); err != nil {
+		return err
+	}
+	if rt.closed.Load() {
+		return keyErr(key, ErrClosed)
+	}
+	err := rt.set.For(key).Forget(ctx, key)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, store.ErrInProgress):
+		return &ConflictError{Key: key, State: "in-progress"}
+	case errors.Is(err, ctx.Err()):
+		return err
+	default:
+		return &StoreError{Key: key, Op: store.OpForget.String(), Err: err}
+	}
+}
