@@ -95,7 +95,7 @@ func do[T any](ctx context.Context, rt *Runtime, key string, fn func(context.Con
 	}
 	switch rep.Kind {
 	case actors.Grant:
-		return execute(ctx, rt, sh, req, fn, c)
+		return execute(ctx, rt, sh, req, rep.Token, fn, c)
 	case actors.Settled:
 		out := Replayed
 		if rep.Joined {
@@ -133,16 +133,16 @@ func (rt *Runtime) wait(ctx context.Context, sh *actors.Shard, req *actors.Reque
 
 // execute runs fn as the key's owner, hands the outcome to the shard and
 // returns the shard's answer once the store has it.
-func execute[T any](ctx context.Context, rt *Runtime, sh *actors.Shard, req *actors.Request, fn func(context.Context) (T, error), c *callOptions) (T, Outcome, error) {
+func execute[T any](ctx context.Context, rt *Runtime, sh *actors.Shard, req *actors.Request, tok store.Token, fn func(context.Context) (T, error), c *callOptions) (T, Outcome, error) {
 	runCtx, cancel := runContext(ctx)
 	req.SetCancel(cancel)
 	if ctx.Done() == nil {
 		// Nothing can cancel this caller: run fn on its own goroutine.
-		run(runCtx, cancel, sh, req, fn, c)
+		run(runCtx, cancel, sh, req, tok, fn, c)
 	} else {
 		// Run fn apart, so that Do can return when ctx ends while fn goes
 		// on for the callers waiting for it.
-		go run(runCtx, cancel, sh, req, fn, c)
+		go run(runCtx, cancel, sh, req, tok, fn, c)
 	}
 	rep, err := rt.wait(ctx, sh, req, false)
 	if err != nil {
@@ -174,11 +174,20 @@ func runContext(ctx context.Context) (context.Context, context.CancelCauseFunc) 
 
 // run calls fn and sends the shard a Finish however fn ends: a value, an
 // error, a panic, or runtime.Goexit (t.FailNow in a test).
-func run[T any](ctx context.Context, cancel context.CancelCauseFunc, sh *actors.Shard, req *actors.Request, fn func(context.Context) (T, error), c *callOptions) {
-	f := &actors.Finish{Req: req}
+//
+// With an in-process store, a result to keep (a value or a permanent error)
+// is completed here, on the owner's goroutine, and the owner's answer goes
+// straight into its reply channel; the Finish then only tells the shard.
+func run[T any](ctx context.Context, cancel context.CancelCauseFunc, sh *actors.Shard, req *actors.Request, tok store.Token, fn func(context.Context) (T, error), c *callOptions) {
+	f := &req.Fin
+	f.Req = req
 	returned := false
 	defer func() {
 		cancel(nil)
+		if returned && sh.Inline() && (f.Kind == actors.Success || f.Kind == actors.Permanent) {
+			completeHere(sh, req, tok, f)
+			return
+		}
 		if !returned {
 			if p := recover(); p != nil {
 				f.Kind = actors.Panic
@@ -209,6 +218,30 @@ func run[T any](ctx context.Context, cancel context.CancelCauseFunc, sh *actors.
 		f.Kind, f.Err = actors.Transient, err
 	}
 	returned = true
+}
+
+// completeHere completes the key in an in-process store and answers the
+// owner itself.
+func completeHere(sh *actors.Shard, req *actors.Request, tok store.Token, f *actors.Finish) {
+	req.Finishing()
+	rec, err := sh.Store().Complete(context.Background(), req.Key, tok, f.Record, req.TTL)
+	f.Stored, f.StoreErr = true, err
+	var rep actors.Reply
+	if err == nil {
+		f.Result = &actors.Cached{Record: rec, Value: f.Value, Err: f.Err}
+		rep = actors.Reply{Kind: actors.Settled, Result: f.Result}
+	} else {
+		code := actors.FailStore
+		if errors.Is(err, store.ErrLeaseLost) {
+			code = actors.FailLeaseLost
+		}
+		rep = actors.Reply{Kind: actors.Failed, Code: code, Op: store.OpComplete, Err: err}
+	}
+	sh.Finish(f)
+	select {
+	case req.Reply <- rep:
+	default: // the shard shut down and answered the owner already
+	}
 }
 
 func failedRecord(err error, fp []byte) store.Record {

@@ -36,10 +36,18 @@ type entry struct {
 	waited  bool // the key was seen in progress elsewhere: its callers joined a run
 	fin     *Finish
 	ownerAn Reply // the owner's answer once a release is done
+	ops     int   // store operations of the entry in flight
 }
 
 func (s *Shard) newEntry(key string) *entry {
-	e := &entry{key: key}
+	var e *entry
+	if n := len(s.freeEntries); n > 0 {
+		e = s.freeEntries[n-1]
+		s.freeEntries = s.freeEntries[:n-1]
+	} else {
+		e = new(entry)
+	}
+	e.key = key
 	e.timer = timerItem{idx: -1, e: e}
 	s.entries[key] = e
 	s.nEntries.Add(1)
@@ -53,6 +61,13 @@ func (s *Shard) deleteEntry(e *entry) {
 	s.timers.cancel(&e.timer)
 	delete(s.entries, e.key)
 	s.nEntries.Add(-1)
+	// Reuse the entry, unless an operation still refers to it (its result
+	// will find the key gone and be dropped).
+	if e.ops == 0 && len(s.freeEntries) < maxFree {
+		waiters := e.waiters[:0]
+		*e = entry{waiters: waiters}
+		s.freeEntries = append(s.freeEntries, e)
+	}
 	s.checkDrained()
 }
 
@@ -67,6 +82,8 @@ func (s *Shard) onRequest(r *Request) {
 		s.reply(r, Reply{Kind: Failed, Code: FailClosed})
 		return
 	}
+	// The caller looked in the LRU before sending, but a key may have
+	// completed since (its owner's Finish came first in this mailbox).
 	if c := s.Lookup(r.Key, s.now()); c != nil {
 		s.reply(r, Reply{Kind: Settled, Result: c})
 		return
@@ -200,13 +217,16 @@ func (s *Shard) filter(e *entry) {
 func (s *Shard) claim(e *entry) {
 	r := e.owner
 	e.phase = phClaiming
-	s.submit(&op{e: e, Op: store.Op{Kind: store.OpClaim, Key: e.key, Claim: store.ClaimRequest{
+	o := s.newOp(e)
+	o.Kind, o.Key = store.OpClaim, e.key
+	o.Claim = store.ClaimRequest{
 		Owner:       s.cfg.NewOwner(),
 		Lease:       r.Lease,
 		TTL:         r.TTL,
 		Fingerprint: r.Fingerprint,
 		Waiter:      s.cfg.WakerID,
-	}}})
+	}
+	s.submit(o)
 }
 
 func (s *Shard) claimed(e *entry, o *op) {
@@ -222,7 +242,8 @@ func (s *Shard) claimed(e *entry, o *op) {
 	res := o.Result
 	switch res.Status {
 	case store.Completed:
-		c := s.remember(e.key, res.Record, nil, nil)
+		c := &Cached{Record: res.Record}
+		s.remember(e.key, c)
 		s.reply(cand, Reply{Kind: Settled, Result: c, Joined: e.waited})
 		s.settleWaiters(e, c, e.waited)
 		s.deleteEntry(e)
@@ -289,12 +310,23 @@ func (s *Shard) onFinish(f *Finish) {
 	r := f.Req
 	e := s.entries[r.Key]
 	if e == nil || e.owner != r || e.phase != phRunning {
-		// The shard let go of this owner (shutdown): nothing can be stored.
-		r.where = nowhere
-		s.reply(r, Reply{Kind: Failed, Code: FailClosed})
+		// The shard let go of this owner (shutdown): nothing can be stored,
+		// unless the owner stored it itself and has its answer.
+		if !f.Stored {
+			s.reply(r, Reply{Kind: Failed, Code: FailClosed})
+		}
 		return
 	}
 	s.timers.cancel(&e.timer)
+	if f.Stored {
+		// The owner completed the key itself and has its answer.
+		r.where = nowhere
+		e.owner = nil
+		e.fin = f
+		e.phase = phFinishing
+		s.stored(e, f.Result, f.StoreErr)
+		return
+	}
 	if e.lost {
 		s.reply(r, Reply{Kind: Failed, Code: FailLeaseLost, Op: store.OpExtend, Err: store.ErrLeaseLost})
 		e.owner = nil
@@ -335,7 +367,9 @@ func (s *Shard) release(e *entry, ownerAn Reply) {
 	e.phase = phReleasing
 	e.ownerAn = ownerAn
 	s.timers.cancel(&e.timer)
-	s.submit(&op{e: e, Op: store.Op{Kind: store.OpFail, Key: e.key, Token: e.token}})
+	o := s.newOp(e)
+	o.Kind, o.Key, o.Token = store.OpFail, e.key, e.token
+	s.submit(o)
 }
 
 func (s *Shard) released(e *entry, o *op) {
@@ -351,14 +385,26 @@ func (s *Shard) released(e *entry, o *op) {
 }
 
 func (s *Shard) complete(e *entry) {
-	s.submit(&op{e: e, Op: store.Op{Kind: store.OpComplete, Key: e.key, Token: e.token,
-		Record: e.fin.Record, TTL: e.ttl}})
+	o := s.newOp(e)
+	o.Kind, o.Key, o.Token, o.Record, o.TTL = store.OpComplete, e.key, e.token, e.fin.Record, e.ttl
+	s.submit(o)
 }
 
 func (s *Shard) completed(e *entry, o *op) {
-	owner, f := e.owner, e.fin
+	f := e.fin
+	var c *Cached
 	if o.Err == nil {
-		c := s.remember(e.key, o.Got, f.Value, f.Err)
+		c = &Cached{Record: o.Result.Record, Value: f.Value, Err: f.Err}
+	}
+	s.stored(e, c, o.Err)
+}
+
+// stored ends a Complete: c is the stored result, or err why there is none.
+// The owner, if it still waits, gets the answer; so do the waiters.
+func (s *Shard) stored(e *entry, c *Cached, err error) {
+	owner := e.owner
+	if err == nil {
+		s.remember(e.key, c)
 		if owner != nil {
 			s.reply(owner, Reply{Kind: Settled, Result: c})
 		}
@@ -368,13 +414,13 @@ func (s *Shard) completed(e *entry, o *op) {
 	}
 	if owner != nil {
 		code := FailStore
-		if errors.Is(o.Err, store.ErrLeaseLost) {
+		if errors.Is(err, store.ErrLeaseLost) {
 			code = FailLeaseLost
 		}
-		s.reply(owner, Reply{Kind: Failed, Code: code, Op: store.OpComplete, Err: o.Err})
+		s.reply(owner, Reply{Kind: Failed, Code: code, Op: store.OpComplete, Err: err})
 		owner.where = nowhere
 	}
-	if errors.Is(o.Err, store.ErrLeaseLost) || s.closing || !s.now().Before(e.leaseAt.Add(e.lease)) {
+	if errors.Is(err, store.ErrLeaseLost) || s.closing || !s.now().Before(e.leaseAt.Add(e.lease)) {
 		e.owner, e.fin = nil, nil
 		s.restart(e)
 		return
@@ -382,7 +428,7 @@ func (s *Shard) completed(e *entry, o *op) {
 	// The store may have failed before or after it wrote the record; a
 	// Complete with the same token is safe to repeat, so keep trying while the
 	// lease lasts. The waiters keep waiting for it.
-	s.cfg.Logger.Warn("idem: storing a result failed; retrying while the lease lasts", "key", e.key, "err", o.Err)
+	s.cfg.Logger.Warn("idem: storing a result failed; retrying while the lease lasts", "key", e.key, "err", err)
 	e.owner = nil
 	e.backoff = min(max(2*e.backoff, 10*time.Millisecond), time.Second)
 	e.timer.kind = timerRetry
@@ -463,14 +509,16 @@ func (s *Shard) onForget(m *forget) {
 	if s.cache != nil {
 		s.cache.Remove(m.key)
 	}
-	s.submit(&op{fgt: m, Op: store.Op{Kind: store.OpForget, Key: m.key}})
+	o := s.newOp(nil)
+	o.fgt, o.Kind, o.Key = m, store.OpForget, m.key
+	s.submit(o)
 }
 
-// remember validates a terminal record and keeps it in the LRU.
-func (s *Shard) remember(key string, rec store.Record, value any, err error) *Cached {
-	c := &Cached{Record: rec, Value: value, Err: err}
+// remember keeps a terminal record in the LRU once it is validated: it must
+// not have expired, and a stored error carries no value.
+func (s *Shard) remember(key string, c *Cached) {
+	rec := &c.Record
 	if s.cache != nil && rec.ExpiresAt.After(s.now()) && (!rec.Failed || len(rec.Value) == 0) {
 		s.cache.Add(key, c)
 	}
-	return c
 }

@@ -21,16 +21,26 @@ type Request struct {
 	// at once with FailConflict; Forever waits as long as the caller does.
 	Settle time.Duration
 	Reply  chan Reply
+	// Fin is where the owner writes its Finish (one allocation for both).
+	Fin Finish
 
 	// cancel is the owner's run-context cancel, published by the caller
 	// after a Grant; lost is set by the actor when the run must stop.
 	cancel atomic.Pointer[context.CancelCauseFunc]
 	lost   atomic.Pointer[error]
 
+	// finishing is set by the owner before it completes the key itself, so
+	// that a renewal refused in the meantime is not taken for a lost lease.
+	finishing atomic.Bool
+
 	// Owned by the actor.
 	where  where
 	settle timerItem
 }
+
+// Finishing tells the shard that the owner is about to complete the key in
+// the store itself.
+func (r *Request) Finishing() { r.finishing.Store(true) }
 
 // Forever is a Settle (and lease) that never runs out by itself.
 const Forever = time.Duration(1<<63 - 1)
@@ -134,6 +144,13 @@ type Finish struct {
 	Record store.Record // Success, Permanent
 	Value  any          // Success: the value itself, for callers in this process
 	Err    error        // Permanent, Transient, Panic
+
+	// Stored is set when the owner completed the key in an in-process store
+	// itself (see [Shard.Inline]) and does not wait for an answer: Result is
+	// what the store kept, or StoreErr why it refused.
+	Stored   bool
+	Result   *Cached
+	StoreErr error
 }
 
 // Cached is a validated terminal record: what the LRU holds and what

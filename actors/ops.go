@@ -15,15 +15,43 @@ type op struct {
 	fgt *forget
 }
 
+// maxFree bounds the shard's free lists of ops and entries.
+const maxFree = 256
+
+// newOp returns a blank op for e (nil for a forget), from the free list.
+func (s *Shard) newOp(e *entry) *op {
+	var o *op
+	if n := len(s.freeOps); n > 0 {
+		o = s.freeOps[n-1]
+		s.freeOps = s.freeOps[:n-1]
+	} else {
+		o = new(op)
+	}
+	o.e = e
+	if e != nil {
+		e.ops++
+	}
+	return o
+}
+
+func (s *Shard) freeOp(o *op) {
+	if o.e != nil {
+		o.e.ops--
+	}
+	*o = op{}
+	if len(s.freeOps) < maxFree {
+		s.freeOps = append(s.freeOps, o)
+	}
+}
+
 // submit runs o on the store: inline for an in-process store, else through
 // the group-commit batcher.
 func (s *Shard) submit(o *op) {
 	s.nOps.Add(1)
 	if s.inline {
+		// An in-process store does not block: no timeout, no batch.
 		s.nBatches.Add(1)
-		ctx, cancel := s.storeContext()
-		store.RunOne(ctx, s.cfg.Store, &o.Op)
-		cancel()
+		store.RunOne(context.Background(), s.cfg.Store, &o.Op)
 		s.handle(o)
 		return
 	}
@@ -58,12 +86,13 @@ func (s *Shard) onBatch(batch []*op) {
 	for _, o := range batch {
 		s.handle(o)
 	}
-	s.commit.Done(batch)
+	s.commit.Done(batch) // batch's memory is reused; its ops are freed by handle
 	s.checkDrained()
 }
 
-// handle routes a finished operation to its entry.
+// handle routes a finished operation to its entry, then frees it.
 func (s *Shard) handle(o *op) {
+	defer s.freeOp(o)
 	if o.fgt != nil {
 		o.fgt.reply <- o.Err
 		return
@@ -128,7 +157,9 @@ func (s *Shard) onTimer(it *timerItem) {
 		}
 	case timerRenew:
 		if e := it.e; e.phase == phRunning && !e.lost {
-			s.submit(&op{e: e, Op: store.Op{Kind: store.OpExtend, Key: e.key, Token: e.token, Lease: e.lease}})
+			o := s.newOp(e)
+			o.Kind, o.Key, o.Token, o.Lease = store.OpExtend, e.key, e.token, e.lease
+			s.submit(o)
 		}
 	case timerReclaim:
 		if e := it.e; e.phase == phRemote {
@@ -150,6 +181,9 @@ func (s *Shard) extended(e *entry, o *op) {
 		e.leaseAt = s.now()
 		s.scheduleRenew(e)
 	case errors.Is(o.Err, store.ErrLeaseLost):
+		if e.owner.finishing.Load() {
+			return // the owner completed the key itself meanwhile
+		}
 		e.lost = true
 		s.cfg.Logger.Warn("idem: lease lost while the function runs; its result will be refused", "key", e.key)
 		e.owner.stop(store.ErrLeaseLost)

@@ -44,15 +44,17 @@ type Shard struct {
 	gate   mailbox.Gate
 
 	// Owned by the actor's goroutine.
-	entries map[string]*entry
-	timers  timerHeap
-	armed   clock.Timer
-	armedAt time.Time
-	armGen  uint64
-	commit  *mailbox.Committer[*op]
-	closing bool
-	drained chan struct{}
-	isDrain bool
+	entries     map[string]*entry
+	timers      timerHeap
+	armed       clock.Timer
+	armedAt     time.Time
+	armGen      uint64
+	commit      *mailbox.Committer[*op]
+	freeOps     []*op
+	freeEntries []*entry
+	closing     bool
+	drained     chan struct{}
+	isDrain     bool
 
 	// Read by Stats from any goroutine.
 	nEntries atomic.Int64
@@ -78,6 +80,15 @@ func newShard(cfg *Config) *Shard {
 	s.commit = mailbox.NewCommitter(cfg.MaxBatch, s.flush)
 	return s
 }
+
+// Inline reports whether the shard's store lives in process (see
+// store.InProcess). Owners then complete their key in the store themselves and
+// hand the shard a Finish with Stored set, without waiting for the actor:
+// one actor round trip per execution instead of two.
+func (s *Shard) Inline() bool { return s.inline }
+
+// Store returns the store the shard uses.
+func (s *Shard) Store() store.Store { return s.cfg.Store }
 
 // Enter admits a request into the shard, or reports false when MaxPending
 // requests are already pending. Every admitted request must Leave.

@@ -48,9 +48,9 @@ type Op struct {
 	TTL    time.Duration // OpComplete
 	Lease  time.Duration // OpExtend
 
-	// Results.
-	Result ClaimResult // OpClaim
-	Got    Record      // OpComplete (the stored record), OpGet
+	// Results. Result.Record also holds the record of OpComplete (as
+	// stored) and OpGet.
+	Result ClaimResult
 	Err    error
 }
 
@@ -78,13 +78,13 @@ func RunOne(ctx context.Context, s Store, op *Op) {
 	case OpClaim:
 		op.Result, op.Err = s.Claim(ctx, op.Key, op.Claim)
 	case OpComplete:
-		op.Got, op.Err = s.Complete(ctx, op.Key, op.Token, op.Record, op.TTL)
+		op.Result.Record, op.Err = s.Complete(ctx, op.Key, op.Token, op.Record, op.TTL)
 	case OpFail:
 		op.Err = s.Fail(ctx, op.Key, op.Token)
 	case OpExtend:
 		op.Err = s.Extend(ctx, op.Key, op.Token, op.Lease)
 	case OpGet:
-		op.Got, op.Err = s.Get(ctx, op.Key)
+		op.Result.Record, op.Err = s.Get(ctx, op.Key)
 	case OpForget:
 		op.Err = s.Forget(ctx, op.Key)
 	default:

@@ -28,6 +28,9 @@ import (
 
 // Store persists the state of idempotency keys. Implementations are safe for
 // concurrent use. Keys reach a store already validated by [ValidateKey].
+//
+// A store keeps its own copy of the byte slices it is given. The records and
+// slices it returns may be shared with other callers: they are read-only.
 type Store interface {
 	// Claim tries to take the key for req.Owner. See [Status] for the outcomes.
 	// A Claim by the owner that already holds the key returns Claimed with the

@@ -2,10 +2,17 @@
 // keeps every key in memory.
 //
 // It is sharded by key hash, takes one short critical section per operation,
-// and expires records lazily: every write also removes a few records whose
-// time has passed, so it needs no goroutine per key, nor a background one.
+// and expires records lazily: every operation also removes a few records
+// whose time has passed (kept in FIFO queues, one per distinct TTL, so that
+// each queue is already in time order), so it needs no goroutine per key,
+// nor a background one.
 // Fencing tokens come from one counter for the whole store, so they increase
 // per key even after a key has expired and been claimed again.
+//
+// Memory is bounded: past Options.MaxRecords, a new claim evicts the
+// completed record closest to its expiry (never a key in progress), so a
+// process that sees more distinct keys than that within a result TTL replays
+// only the most recent ones. [Store.Evicted] counts evictions.
 //
 // It implements [store.Waker]: runtimes that share one Store (in one process)
 // wake each other's waiters the way Redis pub/sub does across processes.
@@ -13,6 +20,7 @@
 package memstore
 
 import (
+	"bytes"
 	"context"
 	"strconv"
 	"sync"
@@ -31,15 +39,25 @@ type Options struct {
 	// Clock is the source of time for leases and TTLs.
 	// Default: the real clock.
 	Clock clock.Clock
+	// MaxRecords bounds the records kept; past it, completed records are
+	// evicted before their TTL, those closest to expiry first. Keys in
+	// progress are never evicted. Zero or less means the default.
+	// Default: 1,048,576.
+	MaxRecords int
 }
+
+// DefaultMaxRecords is the default of Options.MaxRecords.
+const DefaultMaxRecords = 1 << 20
 
 // Store is the in-memory store. Create it with [New]; it is safe for
 // concurrent use.
 type Store struct {
-	clock  clock.Clock
-	fence  atomic.Uint64
-	closed atomic.Bool
-	shards [shardCount]shard
+	clock    clock.Clock
+	fence    atomic.Uint64
+	closed   atomic.Bool
+	perShard int
+	evicted  atomic.Int64
+	shards   [shardCount]shard
 
 	subMu  sync.RWMutex
 	subs   map[string]func(string)
@@ -55,7 +73,7 @@ var (
 type shard struct {
 	mu      sync.Mutex
 	records map[string]*record
-	expiry  expiryHeap
+	expiry  expiryQueues
 }
 
 const (
@@ -67,6 +85,7 @@ type record struct {
 	state      uint8
 	token      store.Token
 	leaseUntil time.Time
+	lease      time.Duration
 	ttl        time.Duration
 	fp         []byte
 	rec        store.Record
@@ -80,7 +99,11 @@ func New(opts Options) *Store {
 	if c == nil {
 		c = clock.Real()
 	}
-	s := &Store{clock: c, subs: make(map[string]func(string))}
+	max := opts.MaxRecords
+	if max <= 0 {
+		max = DefaultMaxRecords
+	}
+	s := &Store{clock: c, subs: make(map[string]func(string)), perShard: (max + shardCount - 1) / shardCount}
 	for i := range s.shards {
 		s.shards[i].records = make(map[string]*record)
 	}
@@ -105,6 +128,10 @@ func (s *Store) Close() error {
 	}
 	return nil
 }
+
+// Evicted returns how many completed records were evicted before their TTL
+// to keep within Options.MaxRecords.
+func (s *Store) Evicted() int64 { return s.evicted.Load() }
 
 // Len returns how many records (in progress or completed, not yet removed)
 // the store holds.
@@ -136,25 +163,71 @@ func (sh *shard) live(key string, now time.Time) *record {
 
 // sweep removes at most max records whose removal time has passed.
 func (sh *shard) sweep(now time.Time, max int) {
-	for i := 0; i < max && len(sh.expiry) > 0 && !now.Before(sh.expiry[0].at); i++ {
-		it := sh.expiry.pop()
-		r := sh.records[it.key]
-		if r != it.rec {
-			continue
+	for _, q := range sh.expiry {
+		for i := 0; i < max; i++ {
+			it, ok := q.popDue(now)
+			if !ok {
+				break
+			}
+			r := sh.records[it.key]
+			if r != it.rec {
+				continue
+			}
+			if now.Before(r.removeAt) {
+				q.push(expiryItem{at: r.removeAt.UnixNano(), key: it.key, rec: r}) // it was extended
+				continue
+			}
+			delete(sh.records, it.key)
 		}
-		if now.Before(r.removeAt) {
-			sh.expiry.push(expiryItem{at: r.removeAt, key: it.key, rec: r})
-			continue
-		}
-		delete(sh.records, it.key)
 	}
 }
 
-func (sh *shard) setRemoveAt(key string, r *record, at time.Time) {
-	moveEarlier := r.removeAt.IsZero() || at.Before(r.removeAt)
+// evictOne removes the completed record whose removal is nearest among the
+// queue heads. Heads in progress are moved to the back of their queue (they
+// are not evictable, and keys in progress are few), at most a few per call.
+// It reports whether it removed a record.
+func (sh *shard) evictOne() bool {
+	var best *expiryQueue
+	for _, q := range sh.expiry {
+		for rotated := 0; q.head < len(q.items) && rotated < 16; {
+			it := q.items[q.head]
+			if sh.records[it.key] != it.rec {
+				q.drop() // stale: the record is gone or replaced
+				continue
+			}
+			if it.rec.state != completed {
+				q.drop()
+				q.push(it)
+				rotated++
+				continue
+			}
+			if best == nil || it.at < best.items[best.head].at {
+				best = q
+			}
+			break
+		}
+	}
+	if best == nil {
+		return false
+	}
+	it := best.items[best.head]
+	best.drop()
+	delete(sh.records, it.key)
+	return true
+}
+
+// setRemoveAt schedules r's removal d after now. A queue item is added when
+// the time moves earlier by more than a lease (a Complete moves it a little
+// earlier than its claim did: the old item then removes it a little late,
+// which costs some memory but no correctness, since live checks every record
+// it reads); moving it later needs none: the old item is re-queued when it
+// falls due.
+func (sh *shard) setRemoveAt(key string, r *record, now time.Time, d time.Duration) {
+	at := now.Add(d)
+	push := r.removeAt.IsZero() || at.Add(r.lease).Before(r.removeAt)
 	r.removeAt = at
-	if moveEarlier {
-		sh.expiry.push(expiryItem{at: at, key: key, rec: r})
+	if push {
+		sh.expiry.queue(d).push(expiryItem{at: at.UnixNano(), key: key, rec: r})
 	}
 }
 
@@ -183,12 +256,15 @@ func (s *Store) Claim(ctx context.Context, key string, req store.ClaimRequest) (
 	r := sh.live(key, now)
 	switch {
 	case r == nil:
+		if len(sh.records) >= s.perShard && sh.evictOne() {
+			s.evicted.Add(1)
+		}
 		r = &record{}
 		sh.records[key] = r
 		s.take(sh, key, r, req, now)
 		return store.ClaimResult{Status: store.Claimed, Token: r.token, LeaseLeft: req.Lease}, nil
 	case r.state == completed:
-		return store.ClaimResult{Status: store.Completed, Record: copyRecord(r.rec)}, nil
+		return store.ClaimResult{Status: store.Completed, Record: r.rec}, nil
 	case r.token.Owner == req.Owner:
 		return store.ClaimResult{Status: store.Claimed, Token: r.token, LeaseLeft: r.leaseUntil.Sub(now)}, nil
 	case now.Before(r.leaseUntil):
@@ -199,7 +275,7 @@ func (s *Store) Claim(ctx context.Context, key string, req store.ClaimRequest) (
 			Status:      store.InProgress,
 			Token:       store.Token{Fence: r.token.Fence},
 			LeaseLeft:   r.leaseUntil.Sub(now),
-			Fingerprint: cloneBytes(r.fp),
+			Fingerprint: r.fp,
 		}, nil
 	default:
 		s.take(sh, key, r, req, now)
@@ -211,9 +287,9 @@ func (s *Store) take(sh *shard, key string, r *record, req store.ClaimRequest, n
 	r.state = inProgress
 	r.token = store.Token{Fence: s.fence.Add(1), Owner: req.Owner}
 	r.leaseUntil = now.Add(req.Lease)
-	r.ttl = req.TTL
+	r.lease, r.ttl = req.Lease, req.TTL
 	r.fp = cloneBytes(req.Fingerprint)
-	sh.setRemoveAt(key, r, r.leaseUntil.Add(req.TTL))
+	sh.setRemoveAt(key, r, now, req.Lease+req.TTL)
 }
 
 // holder returns the key's in-progress record if tok holds it.
@@ -237,7 +313,7 @@ func (s *Store) Complete(ctx context.Context, key string, tok store.Token, rec s
 	sh.mu.Lock()
 	now := s.clock.Now()
 	if r := sh.live(key, now); r != nil && r.state == completed && r.rec.Token == tok {
-		out := copyRecord(r.rec)
+		out := r.rec
 		sh.mu.Unlock()
 		return out, nil
 	}
@@ -251,16 +327,19 @@ func (s *Store) Complete(ctx context.Context, key string, tok store.Token, rec s
 		Value:       cloneBytes(rec.Value),
 		Failed:      rec.Failed,
 		Error:       rec.Error,
-		Fingerprint: cloneBytes(rec.Fingerprint),
+		Fingerprint: r.fp,
 		CreatedAt:   now,
 		ExpiresAt:   now.Add(ttl),
 		Token:       tok,
 	}
+	if !bytes.Equal(rec.Fingerprint, r.fp) {
+		r.rec.Fingerprint = cloneBytes(rec.Fingerprint)
+	}
 	r.fp = nil
-	sh.setRemoveAt(key, r, r.rec.ExpiresAt)
+	sh.setRemoveAt(key, r, now, ttl)
 	waiters := r.waiters
 	r.waiters = nil
-	out := copyRecord(r.rec)
+	out := r.rec
 	sh.mu.Unlock()
 	s.notify(key, waiters)
 	return out, nil
@@ -308,7 +387,7 @@ func (s *Store) Extend(ctx context.Context, key string, tok store.Token, lease t
 	}
 	r.leaseUntil = now.Add(lease)
 	if at := r.leaseUntil.Add(r.ttl); at.After(r.removeAt) {
-		sh.setRemoveAt(key, r, at)
+		sh.setRemoveAt(key, r, now, lease+r.ttl)
 	}
 	return nil
 }
@@ -325,7 +404,7 @@ func (s *Store) Get(ctx context.Context, key string) (store.Record, error) {
 	if r == nil || r.state != completed {
 		return store.Record{}, store.ErrNotFound
 	}
-	return copyRecord(r.rec), nil
+	return r.rec, nil
 }
 
 // Forget implements [store.Store].
@@ -399,10 +478,4 @@ func cloneBytes(b []byte) []byte {
 		return nil
 	}
 	return append([]byte(nil), b...)
-}
-
-func copyRecord(r store.Record) store.Record {
-	r.Value = cloneBytes(r.Value)
-	r.Fingerprint = cloneBytes(r.Fingerprint)
-	return r
 }

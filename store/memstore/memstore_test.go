@@ -1,6 +1,9 @@
 package memstore_test
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -25,4 +28,79 @@ func TestConformance(t *testing.T) {
 		Exact:   true,
 		Seeds:   20,
 	})
+}
+
+// Expired records leave memory without anyone reading them again.
+func TestExpiredRecordsAreRemoved(t *testing.T) {
+	c := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	s := memstore.New(memstore.Options{Clock: c})
+	ctx := context.Background()
+	for i := range 1000 {
+		key := fmt.Sprint("k", i)
+		res, err := s.Claim(ctx, key, store.ClaimRequest{Owner: "o", Lease: time.Second, TTL: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i%2 == 0 { // half completed, half abandoned in progress
+			if _, err := s.Complete(ctx, key, res.Token, store.Record{Value: []byte("v")}, time.Minute); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if n := s.Len(); n != 1000 {
+		t.Fatalf("Len = %d, want 1000", n)
+	}
+	c.Advance(2 * time.Minute)
+	// Other keys' operations sweep the expired ones out.
+	for i := range 2000 {
+		if _, err := s.Get(ctx, fmt.Sprint("other", i)); !errors.Is(err, store.ErrNotFound) {
+			t.Fatal(err)
+		}
+	}
+	if n := s.Len(); n != 0 {
+		t.Fatalf("Len after expiry = %d, want 0", n)
+	}
+}
+
+// Past MaxRecords, completed records are evicted, oldest first; keys in
+// progress never are.
+func TestMaxRecords(t *testing.T) {
+	c := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	s := memstore.New(memstore.Options{Clock: c, MaxRecords: 64 * 4})
+	ctx := context.Background()
+	claim := func(key string) store.Token {
+		res, err := s.Claim(ctx, key, store.ClaimRequest{Owner: "o-" + key, Lease: time.Hour, TTL: time.Hour})
+		if err != nil || res.Status != store.Claimed {
+			t.Fatalf("claim %s: %v %v", key, res.Status, err)
+		}
+		return res.Token
+	}
+	var inProgress []string
+	for i := range 200 {
+		k := fmt.Sprint("busy", i)
+		claim(k)
+		inProgress = append(inProgress, k)
+	}
+	for i := range 5000 {
+		k := fmt.Sprint("done", i)
+		if _, err := s.Complete(ctx, k, claim(k), store.Record{Value: []byte("v")}, time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		c.Advance(time.Millisecond)
+	}
+	if s.Evicted() == 0 || s.Len() > 64*4+64 {
+		t.Fatalf("Len %d, evicted %d: the bound was not kept", s.Len(), s.Evicted())
+	}
+	for _, k := range inProgress {
+		res, err := s.Claim(ctx, k, store.ClaimRequest{Owner: "intruder", Lease: time.Hour, TTL: time.Hour})
+		if err != nil || res.Status != store.InProgress {
+			t.Fatalf("key in progress %s after evictions: %v %v", k, res.Status, err)
+		}
+	}
+	if _, err := s.Get(ctx, "done4999"); err != nil {
+		t.Fatalf("newest record evicted: %v", err)
+	}
+	if _, err := s.Get(ctx, "done0"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("oldest record kept: %v", err)
+	}
 }

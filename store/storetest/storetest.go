@@ -494,8 +494,8 @@ func (s *suite) batch(t *testing.T) {
 		{Kind: store.OpExtend, Key: "b2", Token: ops[2].Result.Token, Lease: s.long()},
 	}
 	store.Run(ctx, st, fin)
-	if fin[0].Err != nil || string(fin[0].Got.Value) != "one" {
-		t.Fatalf("complete in a batch: %q %v", fin[0].Got.Value, fin[0].Err)
+	if fin[0].Err != nil || string(fin[0].Result.Record.Value) != "one" {
+		t.Fatalf("complete in a batch: %q %v", fin[0].Result.Record.Value, fin[0].Err)
 	}
 	if fin[1].Err != nil {
 		t.Fatalf("fail in a batch: %v", fin[1].Err)
