@@ -141,12 +141,6 @@ type faultStore struct {
 	batchDelay  time.Duration
 }
 
-func (f *faultStore) set(fn func(f *faultStore)) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	fn(f)
-}
-
 func (f *faultStore) Claim(ctx context.Context, key string, req store.ClaimRequest) (store.ClaimResult, error) {
 	f.mu.Lock()
 	g := f.claimGate

@@ -184,11 +184,16 @@ type wake struct{ key string }
 // closing starts the shard's shutdown.
 type closing struct{}
 
-// Every message tells protoactor not to log it as a dead letter: the ones
-// that arrive after a shard stopped are expected, and protoactor's dead-letter
-// throttle would otherwise start a goroutine.
-func (*Request) IgnoreDeadLetterLogging()   {}
-func (*Finish) IgnoreDeadLetterLogging()    {}
+// IgnoreDeadLetterLogging tells protoactor not to log the message as a dead
+// letter. Every message of a shard opts out: the ones that arrive after a
+// shard stopped are expected, and protoactor's dead-letter throttle would
+// otherwise start a goroutine.
+func (*Request) IgnoreDeadLetterLogging() {}
+
+// IgnoreDeadLetterLogging opts out of dead-letter logging, as
+// [Request.IgnoreDeadLetterLogging] does.
+func (*Finish) IgnoreDeadLetterLogging() {}
+
 func (*abandon) IgnoreDeadLetterLogging()   {}
 func (*forget) IgnoreDeadLetterLogging()    {}
 func (*batchDone) IgnoreDeadLetterLogging() {}

@@ -16,12 +16,12 @@ type Committer[T any] struct {
 	max      int
 }
 
-// NewCommitter returns a Committer that hands batches of at most max
-// operations to flush (max 0 means no limit). flush must start the batch and
+// NewCommitter returns a Committer that hands batches of at most most
+// operations to flush (0 means no limit). flush must start the batch and
 // return; the owner calls [Committer.Done] when the batch's results have been
 // handled.
-func NewCommitter[T any](max int, flush func(batch []T)) *Committer[T] {
-	return &Committer[T]{flush: flush, max: max}
+func NewCommitter[T any](most int, flush func(batch []T)) *Committer[T] {
+	return &Committer[T]{flush: flush, max: most}
 }
 
 // Add queues op, flushing at once if no batch is in flight.

@@ -99,11 +99,11 @@ func New(opts Options) *Store {
 	if c == nil {
 		c = clock.Real()
 	}
-	max := opts.MaxRecords
-	if max <= 0 {
-		max = DefaultMaxRecords
+	limit := opts.MaxRecords
+	if limit <= 0 {
+		limit = DefaultMaxRecords
 	}
-	s := &Store{clock: c, subs: make(map[string]func(string)), perShard: (max + shardCount - 1) / shardCount}
+	s := &Store{clock: c, subs: make(map[string]func(string)), perShard: (limit + shardCount - 1) / shardCount}
 	for i := range s.shards {
 		s.shards[i].records = make(map[string]*record)
 	}
@@ -161,10 +161,10 @@ func (sh *shard) live(key string, now time.Time) *record {
 	return r
 }
 
-// sweep removes at most max records whose removal time has passed.
-func (sh *shard) sweep(now time.Time, max int) {
+// sweep removes at most n records per queue whose removal time has passed.
+func (sh *shard) sweep(now time.Time, n int) {
 	for _, q := range sh.expiry {
-		for i := 0; i < max; i++ {
+		for i := 0; i < n; i++ {
 			it, ok := q.popDue(now)
 			if !ok {
 				break

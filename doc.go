@@ -1,0 +1,37 @@
+// Package idem makes side effects happen once per idempotency key.
+//
+// Services get retried requests, duplicate webhooks and at-least-once
+// deliveries. idem sits in front of the side effect: [Do] runs a function
+// once for a key; callers that arrive while it runs wait for its result (or
+// fail fast with [ErrConflict], see [WithSettle]); later callers get the
+// stored result back without running anything, until it expires.
+//
+//	rt, err := idem.New(idem.Options{})
+//	...
+//	receipt, err := idem.Do(ctx, rt, "charge:order-1", func(ctx context.Context) (Receipt, error) {
+//		return gateway.Charge(ctx, order)
+//	}, idem.WithTTL(24*time.Hour), idem.WithSettle(3*time.Second))
+//
+// # How it works
+//
+// Each key hashes to one of a fixed set of shard actors (package actors, on
+// protoactor-go), which serializes claim, complete and fail for its keys and
+// parks duplicate callers until the owner settles: they are woken by the
+// actor, never by polling. Completed results sit in a per-shard LRU in front
+// of the [store.Store]: in memory by default (store/memstore), shared across
+// instances by a store such as Redis.
+//
+// # Errors
+//
+// Errors that fn returns are transient unless marked with [Permanent] (or
+// matched by Options.Permanent / [WithClassifier]): a transient error stores
+// nothing and hands the key to one waiting caller; a permanent one is stored
+// and replayed. The runtime's own errors are sentinels with typed details:
+// [ErrConflict] ([*ConflictError]), [ErrFingerprintMismatch], [ErrLeaseLost],
+// [ErrClosed], [ErrOverloaded], [ErrInvalidKey], [ErrInvalidArgument],
+// [ErrStoreUnavailable] ([*StoreError]), plus [*PanicError], [*CodecError]
+// and [*ReplayedError]; errors.Is and errors.As work on all of them.
+//
+// See docs/semantics.md for every rule and docs/architecture.md for the
+// design.
+package idem
