@@ -1,0 +1,520 @@
+// Package redisstore is a [store.Store] on Redis, single node or Cluster,
+// through go-redis v9's redis.UniversalClient.
+//
+// Each transition is one Lua script (claim; finish = complete, permanent
+// failure or release; extend), atomic on the server, with the lease clock
+// taken from the Redis server (TIME), every write fenced by owner and fence,
+// and every script safe to run twice (go-redis retries a command whose reply
+// was lost). A record is one hash per key whose name carries a hash tag, so
+// every script touches one slot of a cluster. Batches of operations go out as
+// one pipeline (split per node by go-redis on a cluster). Scripts are loaded
+// at start on every master, and reloaded when a pipeline meets NOSCRIPT (a
+// restarted or failed-over node).
+//
+// Waiters on other instances are woken by pub/sub: a claim that finds the key
+// in progress registers its instance in the record's waiter set, in the same
+// script; the finish script PUBLISHes to the inbox channel of each registered
+// instance only. Pub/sub drops messages while a subscription reconnects, so
+// the runtime also re-claims on a timer, and at once when this store reports
+// a resubscribe (wake-up "").
+//
+// See docs/redis.md for the data model, what survives which failure, and
+// sizing.
+package redisstore
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/idemrt/idem/store"
+)
+
+// Options configures a Store. The zero value is valid.
+type Options struct {
+	// KeyPrefix starts every Redis key and channel of the store.
+	// Default: "idem:".
+	KeyPrefix string
+	// Scope, when set, is applied to every key with store.BuildKey before it
+	// is stored, so that several services can share one Redis.
+	// Default: none.
+	Scope store.Scope
+	// Timeout bounds each batch (one pipeline) when the caller's context
+	// has no earlier deadline.
+	// Default: 0, the caller's context alone.
+	Timeout time.Duration
+}
+
+// Store is the Redis store. Create it with [New].
+type Store struct {
+	c      redis.UniversalClient
+	prefix string
+	scope  store.Scope
+	scoped bool
+	tmo    time.Duration
+	inbox  string
+
+	mu   sync.Mutex
+	subs []*subscription
+}
+
+var (
+	_ store.Store   = (*Store)(nil)
+	_ store.Batcher = (*Store)(nil)
+	_ store.Waker   = (*Store)(nil)
+)
+
+// New returns a Store on c (a *redis.Client or a *redis.ClusterClient) and
+// loads its scripts on every master. It fails if Redis cannot be reached.
+func New(ctx context.Context, c redis.UniversalClient, opts Options) (*Store, error) {
+	if c == nil {
+		return nil, fmt.Errorf("%w: redisstore.New with a nil client", store.ErrInvalidArgument)
+	}
+	if opts.Timeout < 0 {
+		return nil, fmt.Errorf("%w: redisstore: Timeout %v must not be negative", store.ErrInvalidArgument, opts.Timeout)
+	}
+	prefix := opts.KeyPrefix
+	if prefix == "" {
+		prefix = "idem:"
+	}
+	if strings.ContainsAny(prefix, "{}") {
+		return nil, fmt.Errorf("%w: redisstore: KeyPrefix %q must not contain { or }", store.ErrInvalidArgument, prefix)
+	}
+	s := &Store{c: c, prefix: prefix, scope: opts.Scope, scoped: opts.Scope != (store.Scope{}),
+		tmo: opts.Timeout, inbox: prefix + "inbox:"}
+	if err := s.loadScripts(ctx); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// loadScripts loads every script; on a cluster client, on every master.
+func (s *Store) loadScripts(ctx context.Context) error {
+	for _, sc := range allScripts {
+		if err := sc.Load(ctx, s.c).Err(); err != nil {
+			return fmt.Errorf("redisstore: load scripts: %w", err)
+		}
+	}
+	return nil
+}
+
+// RecordKey returns the Redis key of key's record hash: the prefix, then the
+// SHA-256 of the (scoped) key as a hash tag. Hashing keeps the tag short and
+// free of braces whatever the key holds.
+func (s *Store) RecordKey(key string) string {
+	if s.scoped {
+		key = store.BuildKey(key, s.scope)
+	}
+	sum := sha256.Sum256([]byte(key))
+	var b strings.Builder
+	b.Grow(len(s.prefix) + 45)
+	b.WriteString(s.prefix)
+	b.WriteByte('{')
+	b.WriteString(base64.RawURLEncoding.EncodeToString(sum[:]))
+	b.WriteByte('}')
+	return b.String()
+}
+
+func (s *Store) keys(key string) []string {
+	rk := s.RecordKey(key)
+	return []string{rk, rk + ":w"}
+}
+
+// Claim implements [store.Store].
+func (s *Store) Claim(ctx context.Context, key string, req store.ClaimRequest) (store.ClaimResult, error) {
+	op := &store.Op{Kind: store.OpClaim, Key: key, Claim: req}
+	s.Batch(ctx, []*store.Op{op})
+	return op.Result, op.Err
+}
+
+// Complete implements [store.Store].
+func (s *Store) Complete(ctx context.Context, key string, tok store.Token, rec store.Record, ttl time.Duration) (store.Record, error) {
+	op := &store.Op{Kind: store.OpComplete, Key: key, Token: tok, Record: rec, TTL: ttl}
+	s.Batch(ctx, []*store.Op{op})
+	return op.Result.Record, op.Err
+}
+
+// Fail implements [store.Store].
+func (s *Store) Fail(ctx context.Context, key string, tok store.Token) error {
+	op := &store.Op{Kind: store.OpFail, Key: key, Token: tok}
+	s.Batch(ctx, []*store.Op{op})
+	return op.Err
+}
+
+// Extend implements [store.Store].
+func (s *Store) Extend(ctx context.Context, key string, tok store.Token, lease time.Duration) error {
+	op := &store.Op{Kind: store.OpExtend, Key: key, Token: tok, Lease: lease}
+	s.Batch(ctx, []*store.Op{op})
+	return op.Err
+}
+
+// Get implements [store.Store].
+func (s *Store) Get(ctx context.Context, key string) (store.Record, error) {
+	op := &store.Op{Kind: store.OpGet, Key: key}
+	s.Batch(ctx, []*store.Op{op})
+	return op.Result.Record, op.Err
+}
+
+// Forget implements [store.Store].
+func (s *Store) Forget(ctx context.Context, key string) error {
+	op := &store.Op{Kind: store.OpForget, Key: key}
+	s.Batch(ctx, []*store.Op{op})
+	return op.Err
+}
+
+// ms turns a duration into whole milliseconds, rounding up so that no
+// positive duration becomes zero.
+func ms(d time.Duration) int64 { return int64((d + time.Millisecond - 1) / time.Millisecond) }
+
+// call is one op turned into a script call.
+type call struct {
+	op   *store.Op
+	sc   *redis.Script
+	keys []string
+	args []any
+	cmd  *redis.Cmd
+}
+
+// prepare validates op and builds its script call; it sets op.Err and
+// returns false for an op that must not reach Redis.
+func (s *Store) prepare(op *store.Op) (call, bool) {
+	op.Err = nil
+	if err := store.ValidateKey(op.Key); err != nil {
+		op.Err = err
+		return call{}, false
+	}
+	c := call{op: op, keys: s.keys(op.Key)}
+	switch op.Kind {
+	case store.OpClaim:
+		r := op.Claim
+		switch {
+		case r.Owner == "":
+			op.Err = fmt.Errorf("%w: empty owner", store.ErrInvalidArgument)
+		case r.Lease <= 0:
+			op.Err = fmt.Errorf("%w: lease %v must be positive", store.ErrInvalidArgument, r.Lease)
+		case r.TTL <= 0:
+			op.Err = fmt.Errorf("%w: ttl %v must be positive", store.ErrInvalidArgument, r.TTL)
+		}
+		waiter := ""
+		if r.Waiter != "" {
+			waiter = r.Waiter + ":" + op.Key
+		}
+		c.sc, c.args = claimScript, []any{r.Owner, ms(r.Lease), ms(r.TTL), r.Fingerprint, waiter}
+	case store.OpComplete:
+		if op.TTL <= 0 {
+			op.Err = fmt.Errorf("%w: ttl %v must be positive", store.ErrInvalidArgument, op.TTL)
+		}
+		st, res := "c", op.Record.Value
+		if op.Record.Failed {
+			st, res = "f", []byte(op.Record.Error)
+		}
+		c.sc, c.args = finishScript, []any{op.Token.Owner, op.Token.Fence, st, res, op.Record.Fingerprint, ms(op.TTL), s.inbox}
+	case store.OpFail:
+		c.sc, c.args = finishScript, []any{op.Token.Owner, op.Token.Fence, "r", "", "", 0, s.inbox}
+	case store.OpExtend:
+		if op.Lease <= 0 {
+			op.Err = fmt.Errorf("%w: lease %v must be positive", store.ErrInvalidArgument, op.Lease)
+		}
+		c.sc, c.args = extendScript, []any{op.Token.Owner, op.Token.Fence, ms(op.Lease)}
+	case store.OpGet:
+		c.sc = getScript
+	case store.OpForget:
+		c.sc = forgetScript
+	default:
+		op.Err = fmt.Errorf("%w: unknown op %v", store.ErrInvalidArgument, op.Kind)
+	}
+	return c, op.Err == nil
+}
+
+// Batch implements [store.Batcher]: all ops go out in one pipeline. Ops
+// that meet NOSCRIPT (a node restarted or failed over and lost its script
+// cache) are retried once after the scripts are loaded again.
+func (s *Store) Batch(ctx context.Context, ops []*store.Op) {
+	if s.tmo > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, s.tmo)
+		defer cancel()
+	}
+	calls := make([]call, 0, len(ops))
+	for _, op := range ops {
+		if c, ok := s.prepare(op); ok {
+			calls = append(calls, c)
+		}
+	}
+	if len(calls) == 0 {
+		return
+	}
+	s.exec(ctx, calls)
+	var retry []call
+	for _, c := range calls {
+		if err := c.cmd.Err(); err != nil && isNoScript(err) {
+			retry = append(retry, c)
+		}
+	}
+	if len(retry) > 0 {
+		if err := s.loadScripts(ctx); err == nil {
+			s.exec(ctx, retry)
+		}
+	}
+	now := time.Now()
+	for _, c := range calls {
+		s.decode(c, now)
+	}
+}
+
+func (s *Store) exec(ctx context.Context, calls []call) {
+	pipe := s.c.Pipeline()
+	for i := range calls {
+		c := &calls[i]
+		c.cmd = c.sc.EvalSha(ctx, pipe, c.keys, c.args...)
+	}
+	_, _ = pipe.Exec(ctx) // errors are read per command
+}
+
+func isNoScript(err error) bool { return strings.HasPrefix(err.Error(), "NOSCRIPT") }
+
+// decode turns a script's reply into op's result.
+func (s *Store) decode(c call, now time.Time) {
+	op := c.op
+	vals, err := c.cmd.Slice()
+	if err != nil {
+		op.Err = err
+		return
+	}
+	r := reply{vals: vals}
+	code := r.int(0)
+	if code == -1 {
+		op.Err = &CorruptError{Key: op.Key, RedisKey: c.keys[0], Reason: r.str(1)}
+		return
+	}
+	switch op.Kind {
+	case store.OpClaim:
+		switch code {
+		case 1:
+			op.Result = store.ClaimResult{Status: store.Claimed,
+				Token:     store.Token{Fence: r.uint(1), Owner: op.Claim.Owner},
+				LeaseLeft: time.Duration(r.int(2)) * time.Millisecond, Takeover: r.int(3) == 1}
+		case 2:
+			op.Result = store.ClaimResult{Status: store.Completed, Record: r.record(1, now)}
+		case 3:
+			op.Result = store.ClaimResult{Status: store.InProgress,
+				LeaseLeft: time.Duration(r.int(1)) * time.Millisecond,
+				Token:     store.Token{Fence: r.uint(2)}, Fingerprint: r.bytes(3)}
+		default:
+			r.err = fmt.Errorf("unexpected claim reply %v", vals)
+		}
+	case store.OpComplete:
+		switch code {
+		case 1:
+			op.Result.Record = store.Record{Value: op.Record.Value, Failed: op.Record.Failed, Error: op.Record.Error,
+				Fingerprint: op.Record.Fingerprint, Token: op.Token, CreatedAt: now, ExpiresAt: now.Add(op.TTL)}
+			if op.Record.Failed {
+				op.Result.Record.Value = nil
+			} else {
+				op.Result.Record.Error = ""
+			}
+		case 2:
+			// A replay: what is stored, with this token.
+			rec := store.Record{Failed: r.str(1) == "f", Fingerprint: r.bytes(3), Token: op.Token}
+			if rec.Failed {
+				rec.Error = r.str(2)
+			} else {
+				rec.Value = r.bytes(2)
+			}
+			rec.CreatedAt, rec.ExpiresAt = r.times(4, 5, 6, now)
+			op.Result.Record = rec
+		case 0:
+			op.Err = store.ErrLeaseLost
+		}
+	case store.OpFail, store.OpExtend:
+		if code == 0 {
+			op.Err = store.ErrLeaseLost
+		}
+	case store.OpGet:
+		if code == 2 {
+			op.Result.Record = r.record(1, now)
+		} else {
+			op.Err = store.ErrNotFound
+		}
+	case store.OpForget:
+		if code == 3 {
+			op.Err = store.ErrInProgress
+		}
+	}
+	if r.err != nil && op.Err == nil {
+		op.Err = &CorruptError{Key: op.Key, RedisKey: c.keys[0], Reason: r.err.Error()}
+	}
+}
+
+// CorruptError reports a record in Redis that the store cannot read: a
+// field missing or garbled (written by hand, or by something else).
+type CorruptError struct {
+	Key      string // the key as given to the store
+	RedisKey string // the record's hash in Redis
+	Reason   string
+}
+
+func (e *CorruptError) Error() string {
+	return fmt.Sprintf("redisstore: record %s of key %q is corrupt: %s", e.RedisKey, e.Key, e.Reason)
+}
+
+// reply reads a script's array reply, remembering the first problem.
+type reply struct {
+	vals []any
+	err  error
+}
+
+func (r *reply) at(i int) any {
+	if i >= len(r.vals) {
+		if r.err == nil {
+			r.err = fmt.Errorf("reply has %d elements, wanted more than %d", len(r.vals), i)
+		}
+		return nil
+	}
+	return r.vals[i]
+}
+
+func (r *reply) int(i int) int64 {
+	switch v := r.at(i).(type) {
+	case int64:
+		return v
+	case string:
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err == nil {
+			return n
+		}
+	}
+	if r.err == nil {
+		r.err = fmt.Errorf("reply element %d is not an integer", i)
+	}
+	return 0
+}
+
+func (r *reply) uint(i int) uint64 {
+	n := r.int(i)
+	if n < 0 && r.err == nil {
+		r.err = fmt.Errorf("reply element %d is negative", i)
+	}
+	return uint64(n)
+}
+
+func (r *reply) str(i int) string {
+	if v, ok := r.at(i).(string); ok {
+		return v
+	}
+	if r.err == nil {
+		r.err = fmt.Errorf("reply element %d is not a string", i)
+	}
+	return ""
+}
+
+func (r *reply) bytes(i int) []byte {
+	s := r.str(i)
+	if s == "" {
+		return nil
+	}
+	return []byte(s)
+}
+
+// times turns the server's completion time, the record's PTTL and the
+// server's now into local times: the store reports times by the local
+// clock, so that callers can compare them with their own.
+func (r *reply) times(ca, pttl, now int, local time.Time) (created, expires time.Time) {
+	serverNow := r.int(now)
+	left := r.int(pttl)
+	if left < 0 { // -1: no expiry (set by hand); -2: gone in the meantime
+		if r.err == nil {
+			r.err = fmt.Errorf("record has no TTL (PTTL %d)", left)
+		}
+		left = 0
+	}
+	created = local.Add(-time.Duration(serverNow-r.int(ca)) * time.Millisecond)
+	expires = local.Add(time.Duration(left) * time.Millisecond)
+	return created, expires
+}
+
+// record reads {st, res, fp, fence, owner, ca, pttl, now} from i on.
+func (r *reply) record(i int, now time.Time) store.Record {
+	rec := store.Record{Failed: r.str(i) == "f", Fingerprint: r.bytes(i + 2),
+		Token: store.Token{Fence: r.uint(i + 3), Owner: r.str(i + 4)}}
+	if rec.Failed {
+		rec.Error = r.str(i + 1)
+	} else {
+		rec.Value = r.bytes(i + 1)
+	}
+	rec.CreatedAt, rec.ExpiresAt = r.times(i+5, i+6, i+7, now)
+	return rec
+}
+
+// subscription is one inbox subscription.
+type subscription struct {
+	ps   *redis.PubSub
+	done chan struct{}
+	once sync.Once
+}
+
+// Subscribe implements [store.Waker]: it subscribes to a new inbox channel
+// and calls fn with the key of each wake-up, and with "" after every
+// resubscription (messages may have been lost during the reconnect).
+func (s *Store) Subscribe(ctx context.Context, fn func(key string)) (string, func(), error) {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", nil, err
+	}
+	id := hex.EncodeToString(b[:])
+	ps := s.c.Subscribe(ctx, s.inbox+id)
+	if _, err := ps.Receive(ctx); err != nil {
+		ps.Close()
+		return "", nil, fmt.Errorf("redisstore: subscribe: %w", err)
+	}
+	sub := &subscription{ps: ps, done: make(chan struct{})}
+	ch := ps.ChannelWithSubscriptions()
+	go func() {
+		defer close(sub.done)
+		for m := range ch {
+			switch m := m.(type) {
+			case *redis.Message:
+				fn(m.Payload)
+			case *redis.Subscription:
+				if m.Kind == "subscribe" {
+					fn("") // resubscribed after a reconnect: check every wait
+				}
+			}
+		}
+	}()
+	s.mu.Lock()
+	s.subs = append(s.subs, sub)
+	s.mu.Unlock()
+	stop := func() {
+		sub.once.Do(func() {
+			_ = sub.ps.Close()
+			<-sub.done
+		})
+	}
+	return id, stop, nil
+}
+
+// Close ends every subscription the store made; it does not close the
+// client, which belongs to the caller.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	subs := s.subs
+	s.subs = nil
+	s.mu.Unlock()
+	for _, sub := range subs {
+		sub.once.Do(func() {
+			_ = sub.ps.Close()
+			<-sub.done
+		})
+	}
+	return nil
+}

@@ -1,0 +1,160 @@
+package redisstore
+
+import "github.com/redis/go-redis/v9"
+
+// The scripts share these conventions.
+//
+// A record is one hash, KEYS[1] = <prefix>{<digest>}, with the fields
+//
+//	st   state: p (in progress), c (completed), f (permanent error), r (released)
+//	own  owner of the claim that holds or produced the record
+//	fen  fence: increases with every claim while the record exists
+//	lu   lease end, milliseconds by the Redis server clock (p only)
+//	fp   fingerprint (of the holder while p, of the request that produced c/f)
+//	res  encoded value (c) or error message (f)
+//	ca   completion time, milliseconds by the Redis server clock (c/f)
+//
+// and KEYS[2] = <prefix>{<digest>}:w is the set of waiters from other
+// instances, as "<instance>:<key>". A record in progress lives at least
+// max(lease, ttl), so its fence keeps increasing across takeovers; a
+// completed one lives ttl. Times come from TIME, never from a client. Every
+// write is fenced by owner and fence, and every script recognises a replay of
+// itself (go-redis retries a command whose reply was lost).
+//
+// Replies are arrays whose first element is a code; -1 means the record is
+// corrupt and the second element says why.
+
+const luaNow = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+`
+
+// claimScript: ARGV = owner, lease ms, ttl ms, fingerprint, waiter member.
+// Replies:
+//
+//	{1, fence, lease left ms, takeover}                        claimed
+//	{2, st, res, fp, fence, owner, ca, pttl, now}              completed
+//	{3, lease left ms, fence, holder fp}                       in progress
+var claimScript = redis.NewScript(luaNow + `
+local r = redis.call('HMGET', KEYS[1], 'st', 'own', 'fen', 'lu', 'fp', 'res', 'ca')
+local st = r[1]
+local lease = tonumber(ARGV[2])
+local keep = math.max(tonumber(ARGV[3]), lease)
+if not st then
+  if redis.call('EXISTS', KEYS[1]) == 1 then return {-1, 'field st missing'} end
+  redis.call('HSET', KEYS[1], 'st', 'p', 'own', ARGV[1], 'fen', 1, 'lu', now + lease, 'fp', ARGV[4])
+  redis.call('PEXPIRE', KEYS[1], keep)
+  return {1, 1, lease, 0}
+end
+local fen = tonumber(r[3])
+if not fen then return {-1, 'field fen missing or not a number'} end
+if st == 'c' or st == 'f' then
+  local ca = tonumber(r[7])
+  if not ca then return {-1, 'field ca missing or not a number'} end
+  if not r[6] then return {-1, 'field res missing'} end
+  return {2, st, r[6], r[5] or '', fen, r[2] or '', ca, redis.call('PTTL', KEYS[1]), now}
+end
+local takeover = 0
+if st == 'p' then
+  local lu = tonumber(r[4])
+  if not lu then return {-1, 'field lu missing or not a number'} end
+  if r[2] == ARGV[1] then return {1, fen, lu - now, 0} end
+  if lu > now then
+    if ARGV[5] ~= '' then
+      redis.call('SADD', KEYS[2], ARGV[5])
+      redis.call('PEXPIRE', KEYS[2], lu - now + 60000)
+    end
+    return {3, lu - now, fen, r[5] or ''}
+  end
+  takeover = 1
+elseif st ~= 'r' then
+  return {-1, 'field st has an unknown state'}
+end
+fen = fen + 1
+redis.call('HSET', KEYS[1], 'st', 'p', 'own', ARGV[1], 'fen', fen, 'lu', now + lease, 'fp', ARGV[4])
+redis.call('HDEL', KEYS[1], 'res', 'ca')
+if redis.call('PTTL', KEYS[1]) < keep then redis.call('PEXPIRE', KEYS[1], keep) end
+return {1, fen, lease, takeover}
+`)
+
+// finishScript completes (c, f) or releases (r) a claim and wakes the
+// waiters of other instances. ARGV = owner, fence, new state, res, fp,
+// ttl ms, inbox channel prefix. Replies:
+//
+//	{1, ca, ttl}                                   done
+//	{2, st, res, fp, ca, pttl, now}                our own completion, replayed
+//	{0}                                            not the holder: lease lost
+var finishScript = redis.NewScript(luaNow + `
+local r = redis.call('HMGET', KEYS[1], 'st', 'own', 'fen', 'res', 'fp', 'ca')
+local st = r[1]
+if not st and redis.call('EXISTS', KEYS[1]) == 1 then return {-1, 'field st missing'} end
+if st == 'p' and r[2] == ARGV[1] and r[3] == ARGV[2] then
+  if ARGV[3] == 'r' then
+    redis.call('HSET', KEYS[1], 'st', 'r')
+    redis.call('HDEL', KEYS[1], 'own', 'lu', 'fp')
+  else
+    redis.call('HSET', KEYS[1], 'st', ARGV[3], 'res', ARGV[4], 'fp', ARGV[5], 'ca', now)
+    redis.call('HDEL', KEYS[1], 'lu')
+    redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[6]))
+  end
+  local ws = redis.call('SMEMBERS', KEYS[2])
+  for _, w in ipairs(ws) do
+    local i = string.find(w, ':', 1, true)
+    if i then redis.call('PUBLISH', ARGV[7] .. string.sub(w, 1, i - 1), string.sub(w, i + 1)) end
+  end
+  if #ws > 0 then redis.call('DEL', KEYS[2]) end
+  return {1, now, tonumber(ARGV[6])}
+end
+if ARGV[3] == 'r' then
+  if not st or st == 'r' then return {1, now, 0} end
+  return {0}
+end
+if (st == 'c' or st == 'f') and r[2] == ARGV[1] and r[3] == ARGV[2] then
+  local ca = tonumber(r[6])
+  if not ca or not r[4] then return {-1, 'fields ca or res missing'} end
+  return {2, st, r[4], r[5] or '', ca, redis.call('PTTL', KEYS[1]), now}
+end
+return {0}
+`)
+
+// extendScript renews a lease. ARGV = owner, fence, lease ms. Replies {1}
+// or {0} (lease lost).
+var extendScript = redis.NewScript(luaNow + `
+local r = redis.call('HMGET', KEYS[1], 'st', 'own', 'fen')
+if r[1] == 'p' and r[2] == ARGV[1] and r[3] == ARGV[2] then
+  local lease = tonumber(ARGV[3])
+  redis.call('HSET', KEYS[1], 'lu', now + lease)
+  if redis.call('PTTL', KEYS[1]) < lease then redis.call('PEXPIRE', KEYS[1], lease) end
+  return {1}
+end
+if not r[1] and redis.call('EXISTS', KEYS[1]) == 1 then return {-1, 'field st missing'} end
+return {0}
+`)
+
+// getScript reads a completed record. Replies {2, st, res, fp, fence, owner,
+// ca, pttl, now} or {0} (none).
+var getScript = redis.NewScript(luaNow + `
+local r = redis.call('HMGET', KEYS[1], 'st', 'own', 'fen', 'res', 'fp', 'ca')
+local st = r[1]
+if not st then
+  if redis.call('EXISTS', KEYS[1]) == 1 then return {-1, 'field st missing'} end
+  return {0}
+end
+if st == 'c' or st == 'f' then
+  local fen, ca = tonumber(r[3]), tonumber(r[6])
+  if not fen or not ca or not r[4] then return {-1, 'fields fen, ca or res missing'} end
+  return {2, st, r[4], r[5] or '', fen, r[2] or '', ca, redis.call('PTTL', KEYS[1]), now}
+end
+if st == 'p' or st == 'r' then return {0} end
+return {-1, 'field st has an unknown state'}
+`)
+
+// forgetScript deletes a completed record. Replies {1} done, {3} in progress.
+var forgetScript = redis.NewScript(`
+local st = redis.call('HGET', KEYS[1], 'st')
+if st == 'p' then return {3} end
+if st == 'c' or st == 'f' then redis.call('DEL', KEYS[1], KEYS[2]) end
+return {1}
+`)
+
+var allScripts = []*redis.Script{claimScript, finishScript, extendScript, getScript, forgetScript}
