@@ -12,6 +12,7 @@ import (
 type Fake struct {
 	mu     sync.Mutex
 	now    time.Time
+	target time.Time // the latest time asked for by Advance or Set
 	seq    uint64
 	timers []*fakeTimer
 }
@@ -63,9 +64,16 @@ func (t *fakeTimer) Stop() bool {
 }
 
 // Advance moves the time forward by d and runs every timer that falls due.
+// Concurrent Advances add up: each moves the target left by the others.
 func (c *Fake) Advance(d time.Duration) {
 	c.mu.Lock()
-	target := c.now.Add(d)
+	if c.target.Before(c.now) {
+		c.target = c.now
+	}
+	if d > 0 {
+		c.target = c.target.Add(d)
+	}
+	target := c.target
 	c.mu.Unlock()
 	c.Set(target)
 }
@@ -73,6 +81,11 @@ func (c *Fake) Advance(d time.Duration) {
 // Set moves the time to t (never backwards) and runs every timer that falls
 // due, each with the clock reading its own deadline.
 func (c *Fake) Set(t time.Time) {
+	c.mu.Lock()
+	if t.After(c.target) {
+		c.target = t
+	}
+	c.mu.Unlock()
 	for {
 		c.mu.Lock()
 		sort.Slice(c.timers, func(i, j int) bool {

@@ -22,10 +22,22 @@ func Hash(key string) uint64 {
 }
 
 // Index returns the shard of key among n shards, in [0, n). n must be positive.
+//
+// The FNV-1a hash goes through a 64-bit finalizer (xor-shift and multiply
+// rounds) first: FNV-1a's last step multiplies by a prime that leaves the low
+// bits of keys differing only in their last byte too alike, so with a
+// power-of-two n such keys would always share a shard.
 func Index(key string, n int) int {
-	// Fold the high bits in: FNV-1a's low bits alone mix poorly for keys that
-	// differ only in their last byte when n is a power of two.
-	h := Hash(key)
-	h ^= h >> 29
-	return int(h % uint64(n))
+	return int(mix(Hash(key)) % uint64(n))
+}
+
+// mix spreads every input bit over every output bit (the finalizer of
+// MurmurHash3).
+func mix(h uint64) uint64 {
+	h ^= h >> 33
+	h *= 0xff51afd7ed558ccd
+	h ^= h >> 33
+	h *= 0xc4ceb9fe1a85ec53
+	h ^= h >> 33
+	return h
 }

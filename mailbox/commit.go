@@ -47,8 +47,10 @@ func (c *Committer[T]) Done(batch []T) {
 func (c *Committer[T]) next() {
 	batch := c.pending
 	if c.max > 0 && len(batch) > c.max {
+		rest := batch[c.max:]
 		batch = batch[:c.max:c.max]
-		c.pending = append(c.spare, c.pending[c.max:]...)
+		c.pending = append(c.spare, rest...)
+		clear(rest) // batch's array must hold nothing past its length once done
 	} else {
 		c.pending = c.spare
 	}
