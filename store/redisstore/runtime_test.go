@@ -1,0 +1,308 @@
+package redisstore_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/idemrt/idem"
+	"github.com/idemrt/idem/clock"
+	"github.com/idemrt/idem/internal/redistest"
+	"github.com/idemrt/idem/store"
+	"github.com/idemrt/idem/store/redisstore"
+)
+
+var bg = context.Background()
+
+// newStore returns a store with a prefix of its own on client.
+func newStore(t testing.TB, client redis.UniversalClient) *redisstore.Store {
+	t.Helper()
+	s, err := redisstore.New(bg, client, redisstore.Options{KeyPrefix: fmt.Sprintf("r%d:", prefixSeq.Add(1))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func newRuntime(t testing.TB, opts idem.Options) *idem.Runtime {
+	t.Helper()
+	rt, err := idem.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(bg, 15*time.Second)
+		defer cancel()
+		if err := rt.Close(ctx); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return rt
+}
+
+// deployments runs f against a single node and against a 3-master cluster.
+func deployments(t *testing.T, f func(t *testing.T, client func(t testing.TB) redis.UniversalClient)) {
+	t.Run("single", func(t *testing.T) {
+		t.Parallel()
+		srv := redistest.Start(t, redistest.Options{})
+		f(t, func(t testing.TB) redis.UniversalClient { return newClient(t, srv) })
+	})
+	t.Run("cluster", func(t *testing.T) {
+		t.Parallel()
+		cl := redistest.StartCluster(t, 3)
+		f(t, func(t testing.TB) redis.UniversalClient { return newClusterClient(t, cl) })
+	})
+}
+
+type gate struct {
+	runs    atomic.Int32
+	started chan struct{}
+	open    chan struct{}
+}
+
+func newGate() *gate { return &gate{started: make(chan struct{}, 100), open: make(chan struct{})} }
+
+func (g *gate) fn(v string) func(context.Context) (string, error) {
+	return func(context.Context) (string, error) {
+		g.runs.Add(1)
+		g.started <- struct{}{}
+		<-g.open
+		return v, nil
+	}
+}
+
+type result struct {
+	v   string
+	err error
+	out idem.Outcome
+}
+
+func goDo(ctx context.Context, rt *idem.Runtime, key string, fn func(context.Context) (string, error), opts ...idem.Option) <-chan result {
+	ch := make(chan result, 1)
+	go func() {
+		var r result
+		r.v, r.err = idem.Do(ctx, rt, key, fn, append(opts, idem.WithOutcome(&r.out))...)
+		ch <- r
+	}()
+	return ch
+}
+
+func recv(t testing.TB, ch <-chan result) result {
+	t.Helper()
+	select {
+	case r := <-ch:
+		return r
+	case <-time.After(20 * time.Second):
+		t.Fatal("no answer within 20s")
+		return result{}
+	}
+}
+
+func eventually(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+func mustNotRun(t testing.TB) func(context.Context) (string, error) {
+	return func(context.Context) (string, error) {
+		t.Error("function ran, but it must not")
+		return "", nil
+	}
+}
+
+// A storm on one runtime over Redis: one execution, everyone gets it.
+func TestRuntimeStorm(t *testing.T) {
+	deployments(t, func(t *testing.T, client func(testing.TB) redis.UniversalClient) {
+		rt := newRuntime(t, idem.Options{Store: newStore(t, client(t))})
+		g := newGate()
+		var chans []<-chan result
+		for range 100 {
+			chans = append(chans, goDo(bg, rt, "storm", g.fn("once")))
+		}
+		<-g.started
+		eventually(t, "parked callers", func() bool { return rt.Stats().Waiters == 99 })
+		close(g.open)
+		for _, ch := range chans {
+			if r := recv(t, ch); r.err != nil || r.v != "once" {
+				t.Fatalf("caller: %+v", r)
+			}
+		}
+		if g.runs.Load() != 1 {
+			t.Fatalf("ran %d times", g.runs.Load())
+		}
+	})
+}
+
+// Duplicates on many instances (runtimes with clients of their own, as
+// separate processes have) over overlapping keys: every key runs once.
+func TestRuntimesShareRedis(t *testing.T) {
+	deployments(t, func(t *testing.T, client func(testing.TB) redis.UniversalClient) {
+		prefix := fmt.Sprintf("s%d:", prefixSeq.Add(1))
+		var rts []*idem.Runtime
+		for range 3 {
+			s, err := redisstore.New(bg, client(t), redisstore.Options{KeyPrefix: prefix})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
+			rts = append(rts, newRuntime(t, idem.Options{Store: s, Shards: 2}))
+		}
+		const keys = 200
+		var runs [keys]atomic.Int32
+		var wg sync.WaitGroup
+		for i, rt := range rts {
+			for g := range 4 {
+				wg.Go(func() {
+					for k := range keys {
+						k := (k + g*31 + i*17) % keys
+						v, err := idem.Do(bg, rt, fmt.Sprint("key-", k), func(context.Context) (int, error) {
+							runs[k].Add(1)
+							time.Sleep(time.Millisecond)
+							return k, nil
+						})
+						if err != nil || v != k {
+							t.Errorf("key %d: %v %v", k, v, err)
+						}
+					}
+				})
+			}
+		}
+		wg.Wait()
+		for k := range runs {
+			if n := runs[k].Load(); n != 1 {
+				t.Fatalf("key %d ran %d times", k, n)
+			}
+		}
+	})
+}
+
+// A caller on instance B waits for the owner on instance A and is woken by
+// pub/sub. B runs on a fake clock that never moves, so its re-claim timer
+// cannot be what releases it.
+func TestCrossInstanceWake(t *testing.T) {
+	deployments(t, func(t *testing.T, client func(testing.TB) redis.UniversalClient) {
+		prefix := fmt.Sprintf("w%d:", prefixSeq.Add(1))
+		mk := func(c clock.Clock) *idem.Runtime {
+			s, err := redisstore.New(bg, client(t), redisstore.Options{KeyPrefix: prefix})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
+			return newRuntime(t, idem.Options{Store: s, Shards: 1, Clock: c})
+		}
+		a, b := mk(nil), mk(clock.NewFake(time.Now()))
+		g := newGate()
+		owner := goDo(bg, a, "k", g.fn("from A"))
+		<-g.started
+		waiter := goDo(bg, b, "k", mustNotRun(t))
+		eventually(t, "B parked", func() bool { return b.Stats().Waiters == 1 })
+		close(g.open)
+		if r := recv(t, owner); r.err != nil {
+			t.Fatal(r.err)
+		}
+		r := recv(t, waiter)
+		if r.err != nil || r.v != "from A" || r.out != idem.Joined {
+			t.Fatalf("B: %+v", r)
+		}
+	})
+}
+
+// deaf hides the store's wake-ups: the waiter must be released by its
+// re-claim timer.
+type deaf struct{ store.Store }
+
+func TestCrossInstanceLostWake(t *testing.T) {
+	srv := redistest.Start(t, redistest.Options{})
+	c := newClient(t, srv)
+	prefix := fmt.Sprintf("l%d:", prefixSeq.Add(1))
+	sa, _ := redisstore.New(bg, c, redisstore.Options{KeyPrefix: prefix})
+	sb, _ := redisstore.New(bg, c, redisstore.Options{KeyPrefix: prefix})
+	a := newRuntime(t, idem.Options{Store: sa})
+	b := newRuntime(t, idem.Options{Store: deaf{sb}})
+	g := newGate()
+	owner := goDo(bg, a, "k", g.fn("from A"))
+	<-g.started
+	waiter := goDo(bg, b, "k", mustNotRun(t))
+	eventually(t, "B parked", func() bool { return b.Stats().Waiters == 1 })
+	close(g.open)
+	recv(t, owner)
+	if r := recv(t, waiter); r.err != nil || r.v != "from A" {
+		t.Fatalf("B: %+v", r)
+	}
+}
+
+// When B's subscription is cut (its messages are lost while it reconnects),
+// the resubscription makes B check its waits at once. B's clock never
+// moves, so no timer helps it.
+func TestCrossInstanceResubscribe(t *testing.T) {
+	srv := redistest.Start(t, redistest.Options{})
+	prefix := fmt.Sprintf("x%d:", prefixSeq.Add(1))
+	ca, cb := newClient(t, srv), newClient(t, srv)
+	sa, _ := redisstore.New(bg, ca, redisstore.Options{KeyPrefix: prefix})
+	sb, _ := redisstore.New(bg, cb, redisstore.Options{KeyPrefix: prefix})
+	a := newRuntime(t, idem.Options{Store: sa})
+	b := newRuntime(t, idem.Options{Store: sb, Clock: clock.NewFake(time.Now())})
+	g := newGate()
+	owner := goDo(bg, a, "k", g.fn("from A"), idem.WithLease(time.Hour))
+	<-g.started
+	waiter := goDo(bg, b, "k", mustNotRun(t), idem.WithSettle(time.Minute))
+	eventually(t, "B parked", func() bool { return b.Stats().Waiters == 1 })
+	// Drop every pub/sub connection, then finish while they reconnect.
+	if _, err := redistest.Command(srv.Addr, "CLIENT", "KILL", "TYPE", "pubsub"); err != nil {
+		t.Fatal(err)
+	}
+	close(g.open)
+	recv(t, owner)
+	if r := recv(t, waiter); r.err != nil || r.v != "from A" {
+		t.Fatalf("B: %+v", r)
+	}
+}
+
+// Records written by hand with fields missing or garbled are reported as
+// errors that name the key: never a panic, never a replay.
+func TestCorruptRecords(t *testing.T) {
+	srv := redistest.Start(t, redistest.Options{})
+	c := newClient(t, srv)
+	s := newStore(t, c)
+	rt := newRuntime(t, idem.Options{Store: s, DisableCache: true})
+	cases := map[string][]any{
+		"no-state":      {"own", "x", "fen", "1"},
+		"bad-state":     {"st", "zz", "fen", "1"},
+		"bad-fence":     {"st", "c", "fen", "one", "res", "v", "ca", "1"},
+		"no-result":     {"st", "c", "fen", "1", "ca", "1"},
+		"no-created":    {"st", "c", "fen", "1", "res", `"v"`},
+		"bad-lease":     {"st", "p", "fen", "1", "own", "o", "lu", "soon"},
+		"no-fence":      {"st", "p", "own", "o", "lu", "1"},
+		"no-expiry":     {"st", "c", "fen", "1", "res", `"v"`, "ca", "1"},
+		"failed-no-res": {"st", "f", "fen", "1", "ca", "1"},
+	}
+	for key, fields := range cases {
+		rk := s.RecordKey(key)
+		if err := c.HSet(bg, rk, fields...).Err(); err != nil {
+			t.Fatal(err)
+		}
+		_, err := idem.Do(bg, rt, key, mustNotRun(t))
+		var ce *redisstore.CorruptError
+		if !errors.Is(err, idem.ErrStoreUnavailable) || !errors.As(err, &ce) || ce.Key != key || !strings.Contains(err.Error(), key) {
+			t.Errorf("%s: Do = %v; want a *CorruptError naming the key", key, err)
+		}
+		_, err = s.Get(bg, key)
+		if key != "bad-lease" && key != "no-fence" && !errors.As(err, &ce) {
+			t.Errorf("%s: Get = %v; want a *CorruptError", key, err)
+		}
+	}
+}
