@@ -306,12 +306,17 @@ func freePort(bus bool) (int, error) {
 // text (bulk and simple strings, integers; arrays joined by newlines). It
 // needs no client library, so the helpers work before any client is set up.
 func Command(addr string, args ...string) (string, error) {
-	conn, err := net.DialTimeout("tcp", addr, time.Second)
+	return CommandTimeout(addr, 5*time.Second, args...)
+}
+
+// CommandTimeout is Command with its own deadline.
+func CommandTimeout(addr string, d time.Duration, args ...string) (string, error) {
+	conn, err := net.DialTimeout("tcp", addr, d)
 	if err != nil {
 		return "", err
 	}
 	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+	_ = conn.SetDeadline(time.Now().Add(d))
 	var b strings.Builder
 	fmt.Fprintf(&b, "*%d\r\n", len(args))
 	for _, a := range args {

@@ -14,7 +14,7 @@ func TestServerLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Pause()
-	if _, err := redistest.Command(s.Addr, "PING"); err == nil {
+	if _, err := redistest.CommandTimeout(s.Addr, 300*time.Millisecond, "PING"); err == nil {
 		t.Fatal("a paused server answered")
 	}
 	s.Resume()
