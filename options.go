@@ -92,6 +92,9 @@ func (o Options) resolve() (Options, error) {
 		if d.v < 0 {
 			return bad("%s is %v; it must not be negative (zero means the default)", d.name, d.v)
 		}
+		if d.v > store.MaxDuration {
+			return bad("%s is %v; it must be at most %v", d.name, d.v, store.MaxDuration)
+		}
 	}
 	for _, n := range []struct {
 		name string
@@ -149,6 +152,12 @@ type callOptions struct {
 	err                error
 }
 
+func (c *callOptions) setErr(err error) {
+	if c.err == nil {
+		c.err = err
+	}
+}
+
 func (c *callOptions) fail(format string, args ...any) {
 	if c.err == nil {
 		c.err = fmt.Errorf("%w: %s", ErrInvalidArgument, fmt.Sprintf(format, args...))
@@ -156,11 +165,12 @@ func (c *callOptions) fail(format string, args ...any) {
 }
 
 // WithTTL sets how long this call's result is kept (default:
-// Options.ResultTTL). It must be positive.
+// Options.ResultTTL). It must be positive and at most 100 years
+// (store.MaxDuration).
 func WithTTL(d time.Duration) Option {
 	return func(c *callOptions) {
-		if d <= 0 {
-			c.fail("WithTTL(%v): a result TTL must be positive", d)
+		if err := store.CheckDuration("WithTTL", d); err != nil {
+			c.setErr(err)
 			return
 		}
 		c.ttl = d
@@ -168,11 +178,11 @@ func WithTTL(d time.Duration) Option {
 }
 
 // WithLease sets this call's lease (default: Options.LeaseTTL). It must be
-// positive: a lease never lasts forever.
+// positive and at most 100 years: a lease never lasts forever.
 func WithLease(d time.Duration) Option {
 	return func(c *callOptions) {
-		if d <= 0 {
-			c.fail("WithLease(%v): a lease must be positive", d)
+		if err := store.CheckDuration("WithLease", d); err != nil {
+			c.setErr(err)
 			return
 		}
 		c.lease = d

@@ -113,6 +113,8 @@ func (rt *Runtime) Forget(ctx context.Context, key string) error {
 		return nil
 	case errors.Is(err, store.ErrInProgress):
 		return &ConflictError{Key: key, State: "in-progress"}
+	case errors.Is(err, store.ErrClosed):
+		return keyErr(key, ErrClosed)
 	case errors.Is(err, ctx.Err()):
 		return err
 	default:

@@ -34,6 +34,7 @@ type entry struct {
 	backoff time.Duration
 	lost    bool
 	waited  bool // the key was seen in progress elsewhere: its callers joined a run
+	woken   bool // a store wake-up came while a claim was out
 	fin     *Finish
 	ownerAn Reply // the owner's answer once a release is done
 	ops     int   // store operations of the entry in flight
@@ -217,6 +218,7 @@ func (s *Shard) filter(e *entry) {
 func (s *Shard) claim(e *entry) {
 	r := e.owner
 	e.phase = phClaiming
+	e.woken = false
 	o := s.newOp(e)
 	o.Kind, o.Key = store.OpClaim, e.key
 	o.Claim = store.ClaimRequest{
@@ -250,19 +252,17 @@ func (s *Shard) claimed(e *entry, o *op) {
 	case store.Claimed:
 		e.token, e.lease, e.leaseAt = res.Token, o.Claim.Lease, s.now()
 		e.fp = nil
-		owner := cand
-		if owner.where != candidate {
-			owner = s.takeWaiter(e)
-		}
-		if owner == nil || s.closing {
-			if owner != nil {
-				s.reply(owner, Reply{Kind: Failed, Code: FailClosed})
+		if cand.where != candidate || s.closing {
+			// The candidate left (or the runtime is closing): the claim
+			// carries its fingerprint and lease, so it is released, and the
+			// next waiter claims with its own.
+			if s.closing {
+				s.failWaiters(e, Reply{Kind: Failed, Code: FailClosed})
 			}
-			s.failWaiters(e, Reply{Kind: Failed, Code: FailClosed})
 			s.release(e, Reply{})
 			return
 		}
-		s.grant(e, owner)
+		s.grant(e, cand)
 	case store.InProgress:
 		e.phase = phRemote
 		e.waited = true
@@ -279,6 +279,12 @@ func (s *Shard) claimed(e *entry, o *op) {
 		s.filter(e)
 		if len(e.waiters) == 0 {
 			s.deleteEntry(e)
+			return
+		}
+		if e.woken {
+			// The key settled while this claim was out: ask again now.
+			e.backoff = 0
+			s.reclaim(e)
 			return
 		}
 		s.scheduleReclaim(e)
@@ -303,6 +309,15 @@ func (s *Shard) grant(e *entry, owner *Request) {
 	s.filter(e)
 	s.reply(owner, Reply{Kind: Grant, Token: e.token})
 	owner.where = owning
+	if owner.Lease != e.lease {
+		// Handed over from an owner with another lease: renew with the new
+		// owner's lease at once.
+		e.lease = owner.Lease
+		e.timer.kind = timerRenew
+		s.timers.schedule(&e.timer, s.now())
+		s.rearm()
+		return
+	}
 	s.scheduleRenew(e)
 }
 
@@ -467,16 +482,23 @@ func (s *Shard) reclaim(e *entry) {
 func (s *Shard) onWake(key string) {
 	if key == "" {
 		for _, e := range s.entries {
-			if e.phase == phRemote {
+			switch e.phase {
+			case phRemote:
 				e.backoff = 0
 				s.reclaim(e)
+			case phClaiming:
+				e.woken = true
 			}
 		}
 		return
 	}
-	if e := s.entries[key]; e != nil && e.phase == phRemote {
+	switch e := s.entries[key]; {
+	case e == nil:
+	case e.phase == phRemote:
 		e.backoff = 0
 		s.reclaim(e)
+	case e.phase == phClaiming:
+		e.woken = true
 	}
 }
 
@@ -502,6 +524,10 @@ func (s *Shard) onAbandon(r *Request) {
 }
 
 func (s *Shard) onForget(m *forget) {
+	if s.closing {
+		m.reply <- store.ErrClosed
+		return
+	}
 	if e := s.entries[m.key]; e != nil {
 		m.reply <- store.ErrInProgress
 		return

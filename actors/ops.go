@@ -189,6 +189,12 @@ func (s *Shard) extended(e *entry, o *op) {
 		e.owner.stop(store.ErrLeaseLost)
 	default:
 		s.cfg.Logger.Warn("idem: renewing a lease failed; retrying", "key", e.key, "err", o.Err)
+		if !s.now().Before(e.leaseAt.Add(e.lease)) {
+			// The lease may have run out, and another instance may take the
+			// key over: tell fn to stop. Its result is still offered to the
+			// store, which refuses it if the key was taken over.
+			e.owner.stop(store.ErrLeaseLost)
+		}
 		s.scheduleRenew(e)
 	}
 }

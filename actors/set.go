@@ -60,6 +60,7 @@ func NewSet(ctx context.Context, n int, cfg Config) (*Set, error) {
 	set.shards = make([]*Shard, n)
 	for i := range set.shards {
 		set.shards[i] = newShard(set.cfg)
+		set.shards[i].done = set.done
 		set.sys.spawn(set.shards[i])
 	}
 	set.started.Store(true)

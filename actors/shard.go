@@ -35,6 +35,7 @@ type Config struct {
 // Shard is one shard actor with its LRU and admission gate.
 type Shard struct {
 	cfg    *Config
+	done   <-chan struct{} // the set's: closed when the shards have stopped
 	root   *actor.RootContext
 	pid    *actor.PID
 	worker *mailbox.Worker
@@ -115,6 +116,8 @@ func (s *Shard) Forget(ctx context.Context, key string) error {
 		return err
 	case <-ctx.Done():
 		return ctx.Err()
+	case <-s.done:
+		return store.ErrClosed
 	}
 }
 
@@ -178,6 +181,7 @@ func (s *Shard) reply(r *Request, rep Reply) {
 		return
 	}
 	r.where = nowhere
+	s.timers.cancel(&r.settle)
 	select {
 	case r.Reply <- rep:
 	default:

@@ -3,10 +3,28 @@ package store
 import (
 	"fmt"
 	"strings"
+	"time"
 )
 
 // MaxKeyLen is the longest key accepted, in bytes.
 const MaxKeyLen = 1024
+
+// MaxDuration is the longest lease or TTL accepted: 100 years. Longer ones
+// are ErrInvalidArgument (a lease or TTL is never infinite, and time
+// arithmetic on larger values would overflow).
+const MaxDuration = 100 * 365 * 24 * time.Hour
+
+// CheckDuration returns an ErrInvalidArgument error naming what when d is
+// not in (0, MaxDuration].
+func CheckDuration(what string, d time.Duration) error {
+	if d <= 0 {
+		return fmt.Errorf("%w: %s %v must be positive", ErrInvalidArgument, what, d)
+	}
+	if d > MaxDuration {
+		return fmt.Errorf("%w: %s %v is longer than the %v limit", ErrInvalidArgument, what, d, MaxDuration)
+	}
+	return nil
+}
 
 // Scope places keys in a namespace and a version, so that two tenants, two
 // flows or two versions of a handler never share a key.

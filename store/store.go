@@ -13,8 +13,8 @@
 // Every transition is one atomic step. Tokens are fencing tokens: a claim's
 // [Token.Fence] is larger than that of every earlier claim of the key, so an
 // owner whose lease was taken over can never overwrite the new owner's result.
-// Leases and TTLs are always finite; a zero or negative one is rejected with
-// [ErrInvalidArgument].
+// Leases and TTLs are always finite; a zero or negative one, or one longer
+// than [MaxDuration], is rejected with [ErrInvalidArgument].
 //
 // Stores report their own failures (a network error, a timeout) as plain
 // errors; the runtime reports those to callers as idem.ErrStoreUnavailable and

@@ -72,20 +72,11 @@ func (qs *expiryQueues) queue(d time.Duration) *expiryQueue {
 }
 
 func invalidClaim(req store.ClaimRequest) error {
-	switch {
-	case req.Owner == "":
+	if req.Owner == "" {
 		return fmt.Errorf("%w: empty owner", store.ErrInvalidArgument)
-	case req.Lease <= 0:
-		return invalidLease(req.Lease)
-	default:
-		return invalidTTL(req.TTL)
 	}
-}
-
-func invalidLease(d time.Duration) error {
-	return fmt.Errorf("%w: lease %v must be positive", store.ErrInvalidArgument, d)
-}
-
-func invalidTTL(d time.Duration) error {
-	return fmt.Errorf("%w: ttl %v must be positive", store.ErrInvalidArgument, d)
+	if err := store.CheckDuration("lease", req.Lease); err != nil {
+		return err
+	}
+	return store.CheckDuration("ttl", req.TTL)
 }

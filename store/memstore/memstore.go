@@ -227,7 +227,7 @@ func (sh *shard) setRemoveAt(key string, r *record, now time.Time, d time.Durati
 	push := r.removeAt.IsZero() || at.Add(r.lease).Before(r.removeAt)
 	r.removeAt = at
 	if push {
-		sh.expiry.queue(d).push(expiryItem{at: at.UnixNano(), key: key, rec: r})
+		sh.expiry.queue(d).push(expiryItem{at: at.UnixNano(), key: key, rec: r}) // durations are at most 100 years: no overflow
 	}
 }
 
@@ -246,8 +246,8 @@ func (s *Store) Claim(ctx context.Context, key string, req store.ClaimRequest) (
 	if err := s.check(ctx, key); err != nil {
 		return store.ClaimResult{}, err
 	}
-	if req.Lease <= 0 || req.TTL <= 0 || req.Owner == "" {
-		return store.ClaimResult{}, invalidClaim(req)
+	if err := invalidClaim(req); err != nil {
+		return store.ClaimResult{}, err
 	}
 	sh := s.shardOf(key)
 	sh.mu.Lock()
@@ -306,8 +306,8 @@ func (s *Store) Complete(ctx context.Context, key string, tok store.Token, rec s
 	if err := s.check(ctx, key); err != nil {
 		return store.Record{}, err
 	}
-	if ttl <= 0 {
-		return store.Record{}, invalidTTL(ttl)
+	if err := store.CheckDuration("ttl", ttl); err != nil {
+		return store.Record{}, err
 	}
 	sh := s.shardOf(key)
 	sh.mu.Lock()
@@ -374,8 +374,8 @@ func (s *Store) Extend(ctx context.Context, key string, tok store.Token, lease t
 	if err := s.check(ctx, key); err != nil {
 		return err
 	}
-	if lease <= 0 {
-		return invalidLease(lease)
+	if err := store.CheckDuration("lease", lease); err != nil {
+		return err
 	}
 	sh := s.shardOf(key)
 	sh.mu.Lock()

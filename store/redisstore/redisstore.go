@@ -196,13 +196,10 @@ func (s *Store) prepare(op *store.Op) (call, bool) {
 	switch op.Kind {
 	case store.OpClaim:
 		r := op.Claim
-		switch {
-		case r.Owner == "":
+		if r.Owner == "" {
 			op.Err = fmt.Errorf("%w: empty owner", store.ErrInvalidArgument)
-		case r.Lease <= 0:
-			op.Err = fmt.Errorf("%w: lease %v must be positive", store.ErrInvalidArgument, r.Lease)
-		case r.TTL <= 0:
-			op.Err = fmt.Errorf("%w: ttl %v must be positive", store.ErrInvalidArgument, r.TTL)
+		} else if op.Err = store.CheckDuration("lease", r.Lease); op.Err == nil {
+			op.Err = store.CheckDuration("ttl", r.TTL)
 		}
 		waiter := ""
 		if r.Waiter != "" {
@@ -210,9 +207,7 @@ func (s *Store) prepare(op *store.Op) (call, bool) {
 		}
 		c.sc, c.args = claimScript, []any{r.Owner, ms(r.Lease), ms(r.TTL), r.Fingerprint, waiter}
 	case store.OpComplete:
-		if op.TTL <= 0 {
-			op.Err = fmt.Errorf("%w: ttl %v must be positive", store.ErrInvalidArgument, op.TTL)
-		}
+		op.Err = store.CheckDuration("ttl", op.TTL)
 		st, res := "c", op.Record.Value
 		if op.Record.Failed {
 			st, res = "f", []byte(op.Record.Error)
@@ -221,9 +216,7 @@ func (s *Store) prepare(op *store.Op) (call, bool) {
 	case store.OpFail:
 		c.sc, c.args = finishScript, []any{op.Token.Owner, op.Token.Fence, "r", "", "", 0, s.inbox}
 	case store.OpExtend:
-		if op.Lease <= 0 {
-			op.Err = fmt.Errorf("%w: lease %v must be positive", store.ErrInvalidArgument, op.Lease)
-		}
+		op.Err = store.CheckDuration("lease", op.Lease)
 		c.sc, c.args = extendScript, []any{op.Token.Owner, op.Token.Fence, ms(op.Lease)}
 	case store.OpGet:
 		c.sc = getScript

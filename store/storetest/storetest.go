@@ -70,6 +70,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("ResultTTL", s.resultTTL)
 	t.Run("GetAndForget", s.getAndForget)
 	t.Run("InvalidArguments", s.invalidArguments)
+	t.Run("LongestDurations", s.longestDurations)
 	t.Run("OddKeys", s.oddKeys)
 	t.Run("ConcurrentClaims", s.concurrentClaims)
 	t.Run("Batch", s.batch)
@@ -402,12 +403,21 @@ func (s *suite) invalidArguments(t *testing.T) {
 		_, err = st.Claim(ctx, "k", store.ClaimRequest{Owner: "o", Lease: s.long(), TTL: lease})
 		wantErr(t, fmt.Sprintf("Claim with ttl %v", lease), err, store.ErrInvalidArgument)
 	}
+	for _, d := range []time.Duration{store.MaxDuration + 1, 1<<63 - 1} {
+		_, err := st.Claim(ctx, "k", store.ClaimRequest{Owner: "o", Lease: s.long(), TTL: d})
+		wantErr(t, fmt.Sprintf("Claim with ttl %v", d), err, store.ErrInvalidArgument)
+		_, err = st.Claim(ctx, "k", store.ClaimRequest{Owner: "o", Lease: d, TTL: s.long()})
+		wantErr(t, fmt.Sprintf("Claim with lease %v", d), err, store.ErrInvalidArgument)
+	}
 	_, err := st.Claim(ctx, "k", store.ClaimRequest{Lease: s.long(), TTL: s.long()})
 	wantErr(t, "Claim without an owner", err, store.ErrInvalidArgument)
 	tok := s.mustClaim(t, st, "k", "o", s.long())
 	_, err = st.Complete(ctx, "k", tok, store.Record{}, 0)
 	wantErr(t, "Complete with ttl 0", err, store.ErrInvalidArgument)
 	wantErr(t, "Extend with lease 0", st.Extend(ctx, "k", tok, 0), store.ErrInvalidArgument)
+	wantErr(t, "Extend past MaxDuration", st.Extend(ctx, "k", tok, store.MaxDuration+1), store.ErrInvalidArgument)
+	_, err = st.Complete(ctx, "k", tok, store.Record{}, store.MaxDuration+1)
+	wantErr(t, "Complete past MaxDuration", err, store.ErrInvalidArgument)
 	for _, key := range []string{"", "a\x00b", strings.Repeat("x", store.MaxKeyLen+1)} {
 		_, err := st.Claim(ctx, key, store.ClaimRequest{Owner: "o", Lease: s.long(), TTL: s.long()})
 		wantErr(t, fmt.Sprintf("Claim(%.20q)", key), err, store.ErrInvalidKey)
@@ -417,6 +427,24 @@ func (s *suite) invalidArguments(t *testing.T) {
 	// Nothing above may have touched the key.
 	if res := s.claim(t, st, "k", "o", s.long(), nil); res.Status != store.Claimed || res.Token != tok {
 		t.Fatalf("key changed by rejected calls: %v %+v", res.Status, res.Token)
+	}
+}
+
+// The longest lease and TTL work like any other: no overflow makes a claim
+// born expired.
+func (s *suite) longestDurations(t *testing.T) {
+	st := s.h.New(t)
+	first, err := st.Claim(ctx, "k", store.ClaimRequest{Owner: "a", Lease: store.MaxDuration, TTL: store.MaxDuration})
+	if err != nil || first.Status != store.Claimed {
+		t.Fatalf("claim with the longest lease and TTL: %v %v", first.Status, err)
+	}
+	second := s.claim(t, st, "k", "b", s.long(), nil)
+	if second.Status != store.InProgress {
+		t.Fatalf("second claim: %v, want in-progress", second.Status)
+	}
+	rec, err := st.Complete(ctx, "k", first.Token, store.Record{Value: []byte("v")}, store.MaxDuration)
+	if err != nil || !rec.ExpiresAt.After(time.Now().Add(99*365*24*time.Hour)) {
+		t.Fatalf("complete with the longest TTL: %+v %v", rec, err)
 	}
 }
 
