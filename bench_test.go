@@ -78,6 +78,17 @@ func BenchmarkUniqueKeys(b *testing.B) {
 			}
 		})
 	})
+	b.Run("singleflight", func(b *testing.B) {
+		var g singleflight.Group
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				if _, err, _ := g.Do(uniqueKey(), func() (any, error) { return charge(bg) }); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	})
 }
 
 const replayKeys = 1 << 14
@@ -169,6 +180,18 @@ func BenchmarkHotKey(b *testing.B) {
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
 				if _, err := h.do(bg, "hot"); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	})
+	b.Run("singleflight", func(b *testing.B) {
+		// No result kept: every call that finds no run in flight runs again.
+		var g singleflight.Group
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				if _, err, _ := g.Do("hot", func() (any, error) { return charge(bg) }); err != nil {
 					b.Fatal(err)
 				}
 			}

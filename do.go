@@ -41,20 +41,32 @@ func Do[T any](ctx context.Context, rt *Runtime, key string, fn func(context.Con
 		var zero T
 		return zero, fmt.Errorf("%w: Do on a nil *Runtime", ErrInvalidArgument)
 	}
+	if len(opts) == 0 {
+		v, _, err := do(ctx, rt, key, fn, rt.defaults)
+		return v, err
+	}
+	return doWithOptions(ctx, rt, key, fn, opts)
+}
+
+// doWithOptions applies opts first. (Apart from Do, so that a call without
+// options does not move its options to the heap.)
+func doWithOptions[T any](ctx context.Context, rt *Runtime, key string, fn func(context.Context) (T, error), opts []Option) (T, error) {
 	c := rt.defaults
 	for _, o := range opts {
 		if o != nil {
 			o(&c)
 		}
 	}
-	v, out, err := do(ctx, rt, key, fn, &c)
+	v, out, err := do(ctx, rt, key, fn, c)
 	if c.outcome != nil {
 		*c.outcome = out
 	}
 	return v, err
 }
 
-func do[T any](ctx context.Context, rt *Runtime, key string, fn func(context.Context) (T, error), c *callOptions) (T, Outcome, error) {
+// do takes c by value: a pointer would make it escape, and a replay would
+// allocate.
+func do[T any](ctx context.Context, rt *Runtime, key string, fn func(context.Context) (T, error), c callOptions) (T, Outcome, error) {
 	var zero T
 	switch {
 	case c.err != nil:
@@ -73,7 +85,7 @@ func do[T any](ctx context.Context, rt *Runtime, key string, fn func(context.Con
 	}
 	sh := rt.set.For(key)
 	if hit := sh.Lookup(key, rt.clock.Now()); hit != nil {
-		v, err := result[T](key, c, hit)
+		v, err := result[T](key, c.fp, c.codec, hit)
 		return v, Replayed, err
 	}
 	if !sh.Enter() {
@@ -95,13 +107,14 @@ func do[T any](ctx context.Context, rt *Runtime, key string, fn func(context.Con
 	}
 	switch rep.Kind {
 	case actors.Grant:
-		return execute(ctx, rt, sh, req, rep.Token, fn, c)
+		owner := c // the owner's options live on the heap (a goroutine may run fn)
+		return execute(ctx, rt, sh, req, rep.Token, fn, &owner)
 	case actors.Settled:
 		out := Replayed
 		if rep.Joined {
 			out = Joined
 		}
-		v, err := result[T](key, c, rep.Result)
+		v, err := result[T](key, c.fp, c.codec, rep.Result)
 		return v, out, err
 	default:
 		return zero, NoOutcome, failure(key, rep)
@@ -150,7 +163,7 @@ func execute[T any](ctx context.Context, rt *Runtime, sh *actors.Shard, req *act
 		return zero, Executed, err
 	}
 	if rep.Kind == actors.Settled {
-		v, err := result[T](req.Key, c, rep.Result)
+		v, err := result[T](req.Key, c.fp, c.codec, rep.Result)
 		return v, Executed, err
 	}
 	var zero T
@@ -250,10 +263,10 @@ func failedRecord(err error, fp []byte) store.Record {
 
 // result turns a settled record into the caller's answer, checking the
 // fingerprint first: no path replays another request's result.
-func result[T any](key string, c *callOptions, hit *actors.Cached) (T, error) {
+func result[T any](key string, fp []byte, codec Codec, hit *actors.Cached) (T, error) {
 	var zero T
 	rec := &hit.Record
-	if len(c.fp) > 0 && len(rec.Fingerprint) > 0 && !bytes.Equal(c.fp, rec.Fingerprint) {
+	if len(fp) > 0 && len(rec.Fingerprint) > 0 && !bytes.Equal(fp, rec.Fingerprint) {
 		return zero, keyErr(key, ErrFingerprintMismatch)
 	}
 	if rec.Failed {
@@ -268,7 +281,7 @@ func result[T any](key string, c *callOptions, hit *actors.Cached) (T, error) {
 		}
 	}
 	var v T
-	if err := c.codec.Unmarshal(rec.Value, &v); err != nil {
+	if err := codec.Unmarshal(rec.Value, &v); err != nil {
 		return zero, &CodecError{Key: key, Op: "decode", Err: err}
 	}
 	return v, nil

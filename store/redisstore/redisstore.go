@@ -248,14 +248,19 @@ func (s *Store) Batch(ctx context.Context, ops []*store.Op) {
 	}
 	s.exec(ctx, calls)
 	var retry []call
-	for _, c := range calls {
+	var at []int
+	for i, c := range calls {
 		if err := c.cmd.Err(); err != nil && isNoScript(err) {
 			retry = append(retry, c)
+			at = append(at, i)
 		}
 	}
 	if len(retry) > 0 {
 		if err := s.loadScripts(ctx); err == nil {
 			s.exec(ctx, retry)
+			for j, i := range at {
+				calls[i].cmd = retry[j].cmd
+			}
 		}
 	}
 	now := time.Now()

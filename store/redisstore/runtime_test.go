@@ -24,7 +24,14 @@ var bg = context.Background()
 // newStore returns a store with a prefix of its own on client.
 func newStore(t testing.TB, client redis.UniversalClient) *redisstore.Store {
 	t.Helper()
-	s, err := redisstore.New(bg, client, redisstore.Options{KeyPrefix: fmt.Sprintf("r%d:", prefixSeq.Add(1))})
+	return newStoreWithPrefix(t, client, fmt.Sprintf("r%d:", prefixSeq.Add(1)))
+}
+
+// newStoreWithPrefix returns a store on client with the given key prefix:
+// stores with one prefix see the same keys, as instances of one service do.
+func newStoreWithPrefix(t testing.TB, client redis.UniversalClient, prefix string) *redisstore.Store {
+	t.Helper()
+	s, err := redisstore.New(bg, client, redisstore.Options{KeyPrefix: prefix})
 	if err != nil {
 		t.Fatal(err)
 	}
