@@ -100,7 +100,9 @@ func do[T any](ctx context.Context, rt *Runtime, key string, fn func(context.Con
 		Settle:      c.settle,
 		Reply:       make(chan actors.Reply, 1),
 	}
-	sh.Send(req)
+	if !sh.Send(req) {
+		return zero, NoOutcome, keyErr(key, ErrClosed)
+	}
 	rep, err := rt.wait(ctx, sh, req, true)
 	if err != nil {
 		return zero, NoOutcome, err
@@ -123,7 +125,17 @@ func do[T any](ctx context.Context, rt *Runtime, key string, fn func(context.Con
 
 // wait returns the shard's next reply to req. If ctx ends first and leave
 // is set, the shard is told that the caller left.
+//
+// A caller waiting for its first reply needs nothing but its reply channel
+// and its context: a request the shard accepted is always answered, even by
+// a shard that is closing (see actors.Shard.Send). An owner waiting for the
+// answer to its Finish also watches the runtime's shutdown (owner), since a
+// forced Close can stop the shard before that Finish arrives.
 func (rt *Runtime) wait(ctx context.Context, sh *actors.Shard, req *actors.Request, leave bool) (actors.Reply, error) {
+	var stopped <-chan struct{}
+	if !leave {
+		stopped = rt.set.Done()
+	}
 	select {
 	case rep := <-req.Reply:
 		return rep, nil
@@ -139,7 +151,7 @@ func (rt *Runtime) wait(ctx context.Context, sh *actors.Shard, req *actors.Reque
 			sh.Abandon(req)
 		}
 		return actors.Reply{}, ctx.Err()
-	case <-rt.set.Done():
+	case <-stopped:
 		return actors.Reply{}, keyErr(req.Key, ErrClosed)
 	}
 }

@@ -31,6 +31,7 @@ type entry struct {
 	left    time.Duration
 	waiters []*Request
 	timer   timerItem // renewal (running), retry (finishing) or re-claim (remote)
+	settleT timerItem // the earliest deadline of the waiters (and candidate)
 	backoff time.Duration
 	lost    bool
 	waited  bool // the key was seen in progress elsewhere: its callers joined a run
@@ -50,6 +51,7 @@ func (s *Shard) newEntry(key string) *entry {
 	}
 	e.key = key
 	e.timer = timerItem{idx: -1, e: e}
+	e.settleT = timerItem{idx: -1, kind: timerSettle, e: e}
 	s.entries[key] = e
 	s.nEntries.Add(1)
 	return e
@@ -60,6 +62,7 @@ func (s *Shard) deleteEntry(e *entry) {
 		return
 	}
 	s.timers.cancel(&e.timer)
+	s.timers.cancel(&e.settleT)
 	delete(s.entries, e.key)
 	s.nEntries.Add(-1)
 	// Reuse the entry, unless an operation still refers to it (its result
@@ -78,7 +81,6 @@ func mismatch(a, b []byte) bool {
 }
 
 func (s *Shard) onRequest(r *Request) {
-	r.settle = timerItem{idx: -1, kind: timerSettle, req: r}
 	if s.closing {
 		s.reply(r, Reply{Kind: Failed, Code: FailClosed})
 		return
@@ -130,14 +132,56 @@ func (s *Shard) leaseLeft(e *entry) time.Duration {
 func (s *Shard) park(e *entry, r *Request) {
 	r.where = parked
 	e.waiters = append(e.waiters, r)
-	s.armSettle(r)
+	s.armSettle(e, r)
 	s.nWaiters.Add(1) // after armSettle: a test that sees the waiter sees its timer
 }
 
-func (s *Shard) armSettle(r *Request) {
-	if r.settle.at.IsZero() && r.Settle > 0 && r.Settle != Forever {
-		s.timers.schedule(&r.settle, s.now().Add(r.Settle))
+// armSettle starts r's settle time, once, and makes sure e's settle timer
+// fires no later than r's deadline.
+func (s *Shard) armSettle(e *entry, r *Request) {
+	if !r.deadline.IsZero() || r.Settle <= 0 || r.Settle == Forever {
+		return
+	}
+	r.deadline = s.now().Add(r.Settle)
+	if e.settleT.idx < 0 || r.deadline.Before(e.settleT.at) {
+		s.timers.schedule(&e.settleT, r.deadline)
 		s.rearm()
+	}
+}
+
+// settleDue answers the callers of e whose settle time has ended, then
+// arms e's settle timer for the earliest deadline left.
+func (s *Shard) settleDue(e *entry) {
+	now := s.now()
+	var next time.Time
+	kept := e.waiters[:0]
+	for _, w := range e.waiters {
+		if !w.deadline.IsZero() && !now.Before(w.deadline) {
+			s.reply(w, s.conflict(e))
+			s.nWaiters.Add(-1)
+			continue
+		}
+		kept = append(kept, w)
+		if !w.deadline.IsZero() && (next.IsZero() || w.deadline.Before(next)) {
+			next = w.deadline
+		}
+	}
+	clear(e.waiters[len(kept):])
+	e.waiters = kept
+	if c := e.owner; c != nil && c.where == candidate && !c.deadline.IsZero() {
+		if !now.Before(c.deadline) {
+			s.reply(c, s.conflict(e))
+			c.where = gone
+		} else if next.IsZero() || c.deadline.Before(next) {
+			next = c.deadline
+		}
+	}
+	if !next.IsZero() {
+		s.timers.schedule(&e.settleT, next)
+		s.rearm()
+	}
+	if e.phase == phRemote && len(e.waiters) == 0 {
+		s.deleteEntry(e)
 	}
 }
 
@@ -155,7 +199,7 @@ func (s *Shard) takeWaiter(e *entry) *Request {
 	return r
 }
 
-// dropWaiter removes r from e's waiters and stops its settle time.
+// dropWaiter removes r from e's waiters.
 func (s *Shard) dropWaiter(e *entry, r *Request) {
 	for i, w := range e.waiters {
 		if w == r {
@@ -166,14 +210,12 @@ func (s *Shard) dropWaiter(e *entry, r *Request) {
 			break
 		}
 	}
-	s.timers.cancel(&r.settle)
 	r.where = nowhere
 }
 
 // failWaiters answers every waiter of e with rep.
 func (s *Shard) failWaiters(e *entry, rep Reply) {
 	for _, w := range e.waiters {
-		s.timers.cancel(&w.settle)
 		s.reply(w, rep)
 	}
 	s.nWaiters.Add(-int64(len(e.waiters)))
@@ -184,7 +226,6 @@ func (s *Shard) failWaiters(e *entry, rep Reply) {
 // settleWaiters gives every waiter of e the key's result.
 func (s *Shard) settleWaiters(e *entry, c *Cached, joined bool) {
 	for _, w := range e.waiters {
-		s.timers.cancel(&w.settle)
 		s.reply(w, Reply{Kind: Settled, Result: c, Joined: joined})
 	}
 	s.nWaiters.Add(-int64(len(e.waiters)))
@@ -199,10 +240,8 @@ func (s *Shard) filter(e *entry) {
 	for _, w := range e.waiters {
 		switch {
 		case mismatch(e.fp, w.Fingerprint):
-			s.timers.cancel(&w.settle)
 			s.reply(w, Reply{Kind: Failed, Code: FailMismatch})
 		case w.Settle == 0:
-			s.timers.cancel(&w.settle)
 			s.reply(w, s.conflict(e))
 		default:
 			kept = append(kept, w)
@@ -273,7 +312,7 @@ func (s *Shard) claimed(e *entry, o *op) {
 			e.waiters = append(e.waiters, nil)
 			copy(e.waiters[1:], e.waiters)
 			e.waiters[0] = cand
-			s.armSettle(cand)
+			s.armSettle(e, cand)
 			s.nWaiters.Add(1)
 		}
 		s.filter(e)
@@ -302,7 +341,6 @@ func (s *Shard) grant(e *entry, owner *Request) {
 	e.owner = owner
 	e.ttl = owner.TTL
 	e.lost = false
-	s.timers.cancel(&owner.settle)
 	if len(e.fp) == 0 {
 		e.fp = owner.Fingerprint
 	}

@@ -34,8 +34,8 @@ type Request struct {
 	finishing atomic.Bool
 
 	// Owned by the actor.
-	where  where
-	settle timerItem
+	where    where
+	deadline time.Time // end of the settle time, once the caller waits
 }
 
 // Finishing tells the shard that the owner is about to complete the key in

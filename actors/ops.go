@@ -140,20 +140,8 @@ func (s *Shard) scheduleReclaim(e *entry) {
 func (s *Shard) onTimer(it *timerItem) {
 	switch it.kind {
 	case timerSettle:
-		r := it.req
-		switch r.where {
-		case parked:
-			e := s.entries[r.Key]
-			s.dropWaiter(e, r)
-			s.reply(r, s.conflict(e))
-			if e.phase == phRemote && len(e.waiters) == 0 {
-				s.deleteEntry(e)
-			}
-		case candidate:
-			if e := s.entries[r.Key]; e != nil {
-				s.reply(r, s.conflict(e))
-			}
-			r.where = gone
+		if e := it.e; s.entries[e.key] == e {
+			s.settleDue(e)
 		}
 	case timerRenew:
 		if e := it.e; e.phase == phRunning && !e.lost {

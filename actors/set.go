@@ -127,6 +127,7 @@ func (set *Set) Close(ctx context.Context) error {
 
 func (set *Set) close(ctx context.Context) error {
 	for _, s := range set.shards {
+		s.shutDoor()
 		s.send(&closing{})
 	}
 	var err error
@@ -144,7 +145,7 @@ func (set *Set) close(ctx context.Context) error {
 		set.stopWake()
 	}
 	for _, s := range set.shards {
-		set.sys.stop(ctx, s)
+		set.sys.stop(s)
 	}
 	for _, s := range set.shards {
 		if s.io != nil {

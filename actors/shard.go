@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"runtime/debug"
 	"sync/atomic"
 	"time"
@@ -57,6 +58,10 @@ type Shard struct {
 	drained     chan struct{}
 	isDrain     bool
 
+	// The door of Send: see shutDoor.
+	sending atomic.Int64
+	shut    atomic.Bool
+
 	// Read by Stats from any goroutine.
 	nEntries atomic.Int64
 	nWaiters atomic.Int64
@@ -98,8 +103,30 @@ func (s *Shard) Enter() bool { return s.gate.Enter() }
 // Leave ends a request admitted by Enter.
 func (s *Shard) Leave() { s.gate.Leave() }
 
-// Send hands r to the shard. r.Reply must have a buffer of one.
-func (s *Shard) Send(r *Request) { s.root.Send(s.pid, r) }
+// Send hands r to the shard, or reports false when the shard is closing.
+// r.Reply must have a buffer of one. A request that Send accepted is
+// always answered: Close lets every Send in progress finish before the
+// shard learns it is closing, so every accepted request reaches the actor
+// before its shutdown and gets a reply. That spares waiters a select on a
+// channel shared by all of them.
+func (s *Shard) Send(r *Request) bool {
+	s.sending.Add(1)
+	if s.shut.Load() {
+		s.sending.Add(-1)
+		return false
+	}
+	s.root.Send(s.pid, r)
+	s.sending.Add(-1)
+	return true
+}
+
+// shutDoor refuses every later Send and waits for those in progress.
+func (s *Shard) shutDoor() {
+	s.shut.Store(true)
+	for s.sending.Load() != 0 {
+		runtime.Gosched()
+	}
+}
 
 // Finish hands an owner's result to the shard.
 func (s *Shard) Finish(f *Finish) { s.root.Send(s.pid, f) }
@@ -110,7 +137,13 @@ func (s *Shard) Abandon(r *Request) { s.root.Send(s.pid, &abandon{req: r}) }
 // Forget deletes key's record from the LRU and the store.
 func (s *Shard) Forget(ctx context.Context, key string) error {
 	m := &forget{key: key, reply: make(chan error, 1)}
+	s.sending.Add(1)
+	if s.shut.Load() {
+		s.sending.Add(-1)
+		return store.ErrClosed
+	}
 	s.root.Send(s.pid, m)
+	s.sending.Add(-1)
 	select {
 	case err := <-m.reply:
 		return err
@@ -181,7 +214,6 @@ func (s *Shard) reply(r *Request, rep Reply) {
 		return
 	}
 	r.where = nowhere
-	s.timers.cancel(&r.settle)
 	select {
 	case r.Reply <- rep:
 	default:

@@ -8,19 +8,20 @@ import (
 type timerKind uint8
 
 const (
-	timerSettle  timerKind = iota + 1 // a parked caller's settle time ends
+	timerSettle  timerKind = iota + 1 // the earliest settle time of an entry's callers ends
 	timerRenew                        // extend the owner's lease
 	timerReclaim                      // re-claim a key held elsewhere
 	timerRetry                        // repeat a Complete the store failed
 )
 
-// timerItem is one deadline in a shard's timer heap. Requests embed one for
-// their settle time, entries one for renewal or re-claim.
+// timerItem is one deadline in a shard's timer heap. Entries embed two: one
+// for the earliest settle time of their waiting callers (one heap item per
+// key, not per caller, so that a storm of a thousand callers costs the heap
+// nothing), one for renewal, re-claim or retry.
 type timerItem struct {
 	at   time.Time
 	kind timerKind
 	idx  int // position in the heap, -1 when not in it
-	req  *Request
 	e    *entry
 }
 
