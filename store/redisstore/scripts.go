@@ -35,7 +35,7 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 //	{1, fence, lease left ms, takeover}                        claimed
 //	{2, st, res, fp, fence, owner, ca, pttl, now}              completed
 //	{3, lease left ms, fence, holder fp}                       in progress
-var claimScript = redis.NewScript(luaNow + `
+const claimSrc = luaNow + `
 local r = redis.call('HMGET', KEYS[1], 'st', 'own', 'fen', 'lu', 'fp', 'res', 'ca')
 local st = r[1]
 local lease = tonumber(ARGV[2])
@@ -75,7 +75,9 @@ redis.call('HSET', KEYS[1], 'st', 'p', 'own', ARGV[1], 'fen', fen, 'lu', now + l
 redis.call('HDEL', KEYS[1], 'res', 'ca')
 if redis.call('PTTL', KEYS[1]) < keep then redis.call('PEXPIRE', KEYS[1], keep) end
 return {1, fen, lease, takeover}
-`)
+`
+
+var claimScript = redis.NewScript(claimSrc)
 
 // finishScript completes (c, f) or releases (r) a claim and wakes the
 // waiters of other instances. ARGV = owner, fence, new state, res, fp,
@@ -84,7 +86,7 @@ return {1, fen, lease, takeover}
 //	{1, ca, ttl}                                   done
 //	{2, st, res, fp, ca, pttl, now}                our own completion, replayed
 //	{0}                                            not the holder: lease lost
-var finishScript = redis.NewScript(luaNow + `
+const finishSrc = luaNow + `
 local r = redis.call('HMGET', KEYS[1], 'st', 'own', 'fen', 'res', 'fp', 'ca')
 local st = r[1]
 if not st and redis.call('EXISTS', KEYS[1]) == 1 then return {-1, 'field st missing'} end
@@ -115,11 +117,13 @@ if (st == 'c' or st == 'f') and r[2] == ARGV[1] and r[3] == ARGV[2] then
   return {2, st, r[4], r[5] or '', ca, redis.call('PTTL', KEYS[1]), now}
 end
 return {0}
-`)
+`
+
+var finishScript = redis.NewScript(finishSrc)
 
 // extendScript renews a lease. ARGV = owner, fence, lease ms. Replies {1}
 // or {0} (lease lost).
-var extendScript = redis.NewScript(luaNow + `
+const extendSrc = luaNow + `
 local r = redis.call('HMGET', KEYS[1], 'st', 'own', 'fen')
 if r[1] == 'p' and r[2] == ARGV[1] and r[3] == ARGV[2] then
   local lease = tonumber(ARGV[3])
@@ -129,11 +133,13 @@ if r[1] == 'p' and r[2] == ARGV[1] and r[3] == ARGV[2] then
 end
 if not r[1] and redis.call('EXISTS', KEYS[1]) == 1 then return {-1, 'field st missing'} end
 return {0}
-`)
+`
+
+var extendScript = redis.NewScript(extendSrc)
 
 // getScript reads a completed record. Replies {2, st, res, fp, fence, owner,
 // ca, pttl, now} or {0} (none).
-var getScript = redis.NewScript(luaNow + `
+const getSrc = luaNow + `
 local r = redis.call('HMGET', KEYS[1], 'st', 'own', 'fen', 'res', 'fp', 'ca')
 local st = r[1]
 if not st then
@@ -147,14 +153,38 @@ if st == 'c' or st == 'f' then
 end
 if st == 'p' or st == 'r' then return {0} end
 return {-1, 'field st has an unknown state'}
-`)
+`
+
+var getScript = redis.NewScript(getSrc)
 
 // forgetScript deletes a completed record. Replies {1} done, {3} in progress.
-var forgetScript = redis.NewScript(`
+const forgetSrc = `
 local st = redis.call('HGET', KEYS[1], 'st')
 if st == 'p' then return {3} end
 if st == 'c' or st == 'f' then redis.call('DEL', KEYS[1], KEYS[2]) end
 return {1}
-`)
+`
+
+var forgetScript = redis.NewScript(forgetSrc)
 
 var allScripts = []*redis.Script{claimScript, finishScript, extendScript, getScript, forgetScript}
+
+// ScriptSource returns the Lua source of one of the store's scripts:
+// "claim", "finish", "extend", "get" or "forget" ("" for another name).
+// Tools that drive the scripts themselves (the benchmark harness runs
+// redis-benchmark on the claim script) use it.
+func ScriptSource(name string) string {
+	switch name {
+	case "claim":
+		return claimSrc
+	case "finish":
+		return finishSrc
+	case "extend":
+		return extendSrc
+	case "get":
+		return getSrc
+	case "forget":
+		return forgetSrc
+	}
+	return ""
+}

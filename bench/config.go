@@ -1,0 +1,164 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+)
+
+// Config is what the flags set.
+type Config struct {
+	Store        string        `json:"store"` // memory, redis, redis-cluster
+	RedisAddrs   []string      `json:"redis_addrs,omitempty"`
+	Duration     time.Duration `json:"duration_per_run"`
+	Concurrency  int           `json:"concurrency"`
+	Keys         int           `json:"keys"`
+	StormSize    int           `json:"storm_size"`
+	DupRatio     float64       `json:"dup_ratio"`
+	Dist         string        `json:"dist"` // uniform or zipf
+	Settle       time.Duration `json:"settle"`
+	Work         time.Duration `json:"work"`       // time the function takes in most scenarios
+	StormWork    time.Duration `json:"storm_work"` // time it takes in the storm scenario
+	SlowWork     time.Duration `json:"slow_work"`  // time it takes in the slow scenario
+	Scenarios    []string      `json:"scenarios"`
+	Systems      []string      `json:"systems"`
+	Out          string        `json:"out,omitempty"`
+	CPUProfile   string        `json:"cpuprofile,omitempty"`
+	NoProgress   bool          `json:"-"`
+	RedisBench   bool          `json:"redis_benchmark"`
+	PollInterval time.Duration `json:"poll_interval"`
+	Shards       int           `json:"shards,omitempty"` // idem's Options.Shards; 0: its default
+}
+
+var allScenarios = []string{"unique", "storm", "replay", "zipf", "slow"}
+
+var memorySystems = []string{"idem", "mutex-map", "singleflight+lru", "poll"}
+var redisSystems = []string{"idem", "idem-nocache", "plain", "poll"}
+
+// parseFlags reads args into a Config, or returns an error saying what is
+// wrong; usage text goes to out.
+func parseFlags(args []string, out io.Writer) (Config, error) {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(out)
+	var c Config
+	var store, redisAddr, clusterAddrs, scenarios, systems string
+	fs.StringVar(&store, "store", "memory", "store: memory, redis or redis-cluster (set by -redis / -redis-cluster)")
+	fs.StringVar(&redisAddr, "redis", "", "address of a Redis server (host:port); selects the redis store")
+	fs.StringVar(&clusterAddrs, "redis-cluster", "", "comma-separated addresses of Redis Cluster nodes; selects the redis-cluster store")
+	fs.DurationVar(&c.Duration, "duration", time.Second, "how long each system runs each scenario")
+	fs.IntVar(&c.Concurrency, "concurrency", 64, "concurrent callers")
+	fs.IntVar(&c.Keys, "keys", 10000, "distinct keys in the replay and zipf scenarios")
+	fs.IntVar(&c.StormSize, "storm", 1000, "concurrent callers per key in the storm scenario")
+	fs.Float64Var(&c.DupRatio, "dup", 0.5, "share of calls in the slow scenario that duplicate a key in flight (0..1)")
+	fs.StringVar(&c.Dist, "dist", "zipf", "key distribution of the zipf scenario: uniform or zipf")
+	fs.DurationVar(&c.Settle, "settle", 3*time.Second, "how long a duplicate waits for a run in flight")
+	fs.DurationVar(&c.Work, "work", 0, "time the function takes (most scenarios)")
+	fs.DurationVar(&c.StormWork, "storm-work", 5*time.Millisecond, "time the function takes in the storm scenario (the duplicates arrive meanwhile)")
+	fs.DurationVar(&c.SlowWork, "slow-work", 20*time.Millisecond, "time the function takes in the slow scenario")
+	fs.StringVar(&scenarios, "scenarios", strings.Join(allScenarios, ","), "scenarios to run: "+strings.Join(allScenarios, ","))
+	fs.StringVar(&systems, "systems", "", "systems to run (default: all for the store): "+strings.Join(memorySystems, ",")+" | "+strings.Join(redisSystems, ","))
+	fs.StringVar(&c.Out, "out", "", "directory to write report.json and report.html to")
+	fs.StringVar(&c.CPUProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
+	fs.BoolVar(&c.NoProgress, "no-progress", false, "do not print the live progress line")
+	fs.BoolVar(&c.RedisBench, "redis-benchmark", true, "with a Redis store, also run redis-benchmark (when on PATH) on the claim script for the pipelining target")
+	fs.DurationVar(&c.PollInterval, "poll-interval", 50*time.Millisecond, "sleep between checks of the poll baseline")
+	fs.IntVar(&c.Shards, "shards", 0, "idem's shard count (0: its default, 2 × GOMAXPROCS)")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("unexpected arguments: %q", fs.Args())
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	switch {
+	case redisAddr != "" && clusterAddrs != "":
+		return c, errors.New("-redis and -redis-cluster exclude each other")
+	case redisAddr != "":
+		if set["store"] && store != "redis" {
+			return c, fmt.Errorf("-redis conflicts with -store %s", store)
+		}
+		c.Store, c.RedisAddrs = "redis", []string{redisAddr}
+	case clusterAddrs != "":
+		if set["store"] && store != "redis-cluster" {
+			return c, fmt.Errorf("-redis-cluster conflicts with -store %s", store)
+		}
+		c.Store = "redis-cluster"
+		for _, a := range strings.Split(clusterAddrs, ",") {
+			if a = strings.TrimSpace(a); a != "" {
+				c.RedisAddrs = append(c.RedisAddrs, a)
+			}
+		}
+	default:
+		if store != "memory" {
+			return c, fmt.Errorf("-store %s needs its addresses: use -redis host:port or -redis-cluster host:port,...", store)
+		}
+		c.Store = "memory"
+	}
+	for _, a := range c.RedisAddrs {
+		if !strings.Contains(a, ":") {
+			return c, fmt.Errorf("Redis address %q: want host:port", a)
+		}
+	}
+	switch {
+	case c.Duration <= 0:
+		return c, fmt.Errorf("-duration %v must be positive", c.Duration)
+	case c.Concurrency <= 0 || c.Concurrency > 100000:
+		return c, fmt.Errorf("-concurrency %d must be in 1..100000", c.Concurrency)
+	case c.Keys <= 0:
+		return c, fmt.Errorf("-keys %d must be positive", c.Keys)
+	case c.StormSize <= 1 || c.StormSize > 100000:
+		return c, fmt.Errorf("-storm %d must be in 2..100000", c.StormSize)
+	case c.DupRatio < 0 || c.DupRatio > 1:
+		return c, fmt.Errorf("-dup %v must be in 0..1", c.DupRatio)
+	case c.Dist != "uniform" && c.Dist != "zipf":
+		return c, fmt.Errorf("-dist %q: want uniform or zipf", c.Dist)
+	case c.Settle < 0:
+		return c, fmt.Errorf("-settle %v must not be negative", c.Settle)
+	case c.Work < 0 || c.SlowWork < 0 || c.StormWork < 0:
+		return c, errors.New("-work, -storm-work and -slow-work must not be negative")
+	case c.Shards < 0:
+		return c, fmt.Errorf("-shards %d must not be negative", c.Shards)
+	case c.PollInterval <= 0:
+		return c, fmt.Errorf("-poll-interval %v must be positive", c.PollInterval)
+	}
+	var err error
+	if c.Scenarios, err = pick("scenario", scenarios, allScenarios); err != nil {
+		return c, err
+	}
+	avail := memorySystems
+	if c.Store != "memory" {
+		avail = redisSystems
+	}
+	if systems == "" {
+		c.Systems = avail
+	} else if c.Systems, err = pick("system", systems, avail); err != nil {
+		return c, err
+	}
+	return c, nil
+}
+
+func pick(what, list string, valid []string) ([]string, error) {
+	var out []string
+	for _, s := range strings.Split(list, ",") {
+		s = strings.TrimSpace(s)
+		if s == "" {
+			continue
+		}
+		ok := false
+		for _, v := range valid {
+			ok = ok || v == s
+		}
+		if !ok {
+			return nil, fmt.Errorf("unknown %s %q (valid: %s)", what, s, strings.Join(valid, ", "))
+		}
+		out = append(out, s)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no %s selected", what)
+	}
+	return out, nil
+}

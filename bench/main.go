@@ -1,0 +1,186 @@
+// Command bench is idem's benchmark harness: it runs workloads against idem
+// and against the baselines a user would otherwise choose, in one process
+// with the same workload, checks that every key ran exactly once, and
+// reports throughput, latency, settle latency, store round trips,
+// allocations and memory, with ratios and the performance targets.
+//
+//	go run ./bench                          # ~20 s on the in-memory store
+//	go run ./bench -redis 127.0.0.1:6379    # on Redis
+//	go run ./bench -out out/                # also report.json and report.html
+//
+// It exits 1 when a key ran more than once or a call got another key's
+// result, and 2 on bad flags.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"runtime"
+	"runtime/pprof"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"golang.org/x/term"
+)
+
+func main() { os.Exit(realMain(os.Args[1:])) }
+
+func realMain(args []string) int {
+	cfg, err := parseFlags(args, os.Stderr)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		fmt.Fprintf(os.Stderr, "bench: %v\nrun 'go run ./bench -h' for the flags\n", err)
+		return 2
+	}
+	if cfg.CPUProfile != "" {
+		f, err := os.Create(cfg.CPUProfile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			return 2
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			return 2
+		}
+		defer pprof.StopCPUProfile()
+	}
+	if cfg.Out != "" {
+		if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			return 2
+		}
+	}
+	rep, err := runAll(context.Background(), cfg)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		return 1
+	}
+	if cfg.Out != "" {
+		if err := writeJSON(cfg.Out, rep); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			return 1
+		}
+		if err := writeHTML(cfg.Out, rep); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			return 1
+		}
+		fmt.Printf("\nwrote %s/report.json and %s/report.html\n", cfg.Out, cfg.Out)
+	}
+	if !rep.OK {
+		fmt.Println("\nFAILED: a key ran more than once or a call got a wrong result (see above)")
+		return 1
+	}
+	return 0
+}
+
+func runAll(ctx context.Context, cfg Config) (*Report, error) {
+	rep := &Report{Started: time.Now(), Config: cfg, Machine: machine(), OK: true}
+	e := &env{cfg: cfg, prefix: fmt.Sprintf("bench:%d:", time.Now().UnixNano())}
+	if cfg.Store != "memory" {
+		client := e.redisClient()
+		defer client.Close()
+		if err := client.Ping(ctx).Err(); err != nil {
+			return nil, fmt.Errorf("cannot reach Redis at %v: %w", cfg.RedisAddrs, err)
+		}
+		rep.Machine.Redis = redisVersion(ctx, client)
+	}
+	fmt.Printf("idem benchmark: store %s, %d callers, %v per run, scenarios %s, systems %s\n",
+		cfg.Store, cfg.Concurrency, cfg.Duration, strings.Join(cfg.Scenarios, ","), strings.Join(cfg.Systems, ","))
+	fmt.Printf("%s, %s/%s, %d CPUs (GOMAXPROCS %d)%s\n", rep.Machine.GoVersion, rep.Machine.OS, rep.Machine.Arch,
+		rep.Machine.CPUs, rep.Machine.GOMAXPROCS, cpuSuffix(rep.Machine.CPUModel))
+	var progress *os.File
+	if !cfg.NoProgress && term.IsTerminal(int(os.Stderr.Fd())) {
+		progress = os.Stderr
+	}
+	for _, sc := range cfg.Scenarios {
+		for _, name := range cfg.Systems {
+			sys, err := newSystem(name, e, sc)
+			if err != nil {
+				return nil, fmt.Errorf("%s/%s: %w", sc, name, err)
+			}
+			r := &run{cfg: cfg, scenario: sc, sys: sys, prefix: fmt.Sprintf("%s%s:%s:k", e.prefix, sc, name), tr: newTracker()}
+			if progress != nil {
+				r.progress = progress
+			}
+			res, err := r.execute(ctx)
+			sys.close()
+			if err != nil {
+				return nil, err
+			}
+			if res.RanTwiceCount > 0 || res.WrongResults > 0 {
+				rep.OK = false
+			}
+			rep.Results = append(rep.Results, res)
+		}
+		addRatios(rep.Results)
+		printScenario(os.Stdout, sc, rep.Results)
+	}
+	if sz, err := measureSizes(ctx, e); err != nil {
+		fmt.Fprintln(os.Stderr, "bench: measuring sizes:", err)
+	} else {
+		rep.Sizes = append(rep.Sizes, sz)
+		printSizes(os.Stdout, rep.Sizes)
+	}
+	var rb *redisBenchResult
+	if cfg.Store != "memory" && cfg.RedisBench {
+		client := e.redisClient()
+		rb = runRedisBenchmark(ctx, cfg, loadInto(client))
+		client.Close()
+		if rb.err == nil {
+			fmt.Printf("\nredis-benchmark, claim script pipelined (-c 50 -P 16): %.0f claims/s\n", rb.claimsPerSec)
+		}
+	}
+	rep.Targets = targets(cfg, rep.Results, rb)
+	printTargets(os.Stdout, rep.Targets)
+	for _, r := range rep.Results {
+		if r.RanTwiceCount > 0 {
+			fmt.Printf("\n%s/%s: %d keys ran more than once, e.g. %s\n", r.Scenario, r.System, r.RanTwiceCount, strings.Join(r.RanTwice, ", "))
+		}
+		if r.WrongResults > 0 {
+			fmt.Printf("\n%s/%s: %d calls got a wrong result: %s\n", r.Scenario, r.System, r.WrongResults, r.FirstError)
+		}
+	}
+	rep.Duration = time.Since(rep.Started).Round(time.Millisecond).String()
+	return rep, nil
+}
+
+func cpuSuffix(model string) string {
+	if model == "" {
+		return ""
+	}
+	return ", " + model
+}
+
+func machine() Machine {
+	m := Machine{GoVersion: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH,
+		CPUs: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0)}
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				m.CPUModel = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	return m
+}
+
+func redisVersion(ctx context.Context, c redis.UniversalClient) string {
+	info, err := c.Info(ctx, "server").Result()
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "redis_version:"); ok {
+			return v
+		}
+	}
+	return ""
+}

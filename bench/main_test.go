@@ -1,0 +1,117 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/idemrt/idem/internal/redistest"
+)
+
+func TestBadFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"-duration", "0s"},
+		{"-concurrency", "-1"},
+		{"-store", "redis"},
+		{"-store", "postgres"},
+		{"-redis", "localhost"},
+		{"-redis", "a:1", "-redis-cluster", "b:1,c:1"},
+		{"-dist", "pareto"},
+		{"-dup", "1.5"},
+		{"-storm", "1"},
+		{"-scenarios", "unique,nope"},
+		{"-systems", "plain"}, // a Redis-only baseline on the memory store
+		{"-shards", "-2"},
+		{"-nonsense"},
+		{"stray"},
+	} {
+		var out bytes.Buffer
+		if _, err := parseFlags(args, &out); err == nil {
+			t.Errorf("%v: accepted", args)
+		}
+	}
+	if code := realMain([]string{"-duration", "-1s"}); code != 2 {
+		t.Fatalf("exit code %d for a bad flag, want 2", code)
+	}
+}
+
+func TestDefaults(t *testing.T) {
+	c, err := parseFlags(nil, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Store != "memory" || len(c.Scenarios) != 5 || len(c.Systems) != 4 || c.Concurrency != 64 || c.StormSize != 1000 {
+		t.Fatalf("defaults: %+v", c)
+	}
+	c, err = parseFlags([]string{"-redis", "127.0.0.1:6399", "-scenarios", "unique, replay"}, &bytes.Buffer{})
+	if err != nil || c.Store != "redis" || len(c.Systems) != 4 || strings.Join(c.Scenarios, ",") != "unique,replay" {
+		t.Fatalf("-redis: %+v %v", c, err)
+	}
+}
+
+// runShort runs the harness with tiny durations and returns its report.
+func runShort(t *testing.T, extra ...string) Report {
+	dir := t.TempDir()
+	args := append([]string{"-duration", "100ms", "-storm", "40", "-keys", "500", "-concurrency", "16",
+		"-slow-work", "5ms", "-no-progress", "-out", dir}, extra...)
+	if code := realMain(args); code != 0 {
+		t.Fatalf("exit code %d", code)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep Report
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "report.html")); err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
+
+func checkReport(t *testing.T, rep Report, scenarios, systems int) {
+	if !rep.OK || len(rep.Results) != scenarios*systems {
+		t.Fatalf("OK %v, %d results", rep.OK, len(rep.Results))
+	}
+	for _, r := range rep.Results {
+		if r.Calls == 0 || r.Errors > 0 || r.WrongResults > 0 || r.RanTwiceCount > 0 {
+			t.Errorf("%s/%s: %d calls, %d errors (%s), %d wrong, %d ran twice", r.Scenario, r.System, r.Calls, r.Errors, r.FirstError, r.WrongResults, r.RanTwiceCount)
+		}
+		if r.Executions != r.KeysCompleted {
+			t.Errorf("%s/%s: %d executions for %d keys", r.Scenario, r.System, r.Executions, r.KeysCompleted)
+		}
+		if r.Scenario == "storm" && r.System == "idem" && r.Outcomes["joined"] == 0 {
+			t.Errorf("storm/idem: nobody joined a run: %v", r.Outcomes)
+		}
+	}
+	if len(rep.Targets) != 6 {
+		t.Errorf("%d targets", len(rep.Targets))
+	}
+}
+
+func TestShortRunMemory(t *testing.T) {
+	rep := runShort(t)
+	checkReport(t, rep, 5, 4)
+	if len(rep.Sizes) != 1 || rep.Sizes[0].BytesPerRecord <= 0 || rep.Sizes[0].BytesPerInFlightKey <= 0 {
+		t.Errorf("sizes: %+v", rep.Sizes)
+	}
+}
+
+func TestShortRunRedis(t *testing.T) {
+	srv := redistest.Start(t, redistest.Options{})
+	rep := runShort(t, "-redis", srv.Addr, "-redis-benchmark=false", "-scenarios", "unique,storm,replay")
+	checkReport(t, rep, 3, 4)
+	if rep.Machine.Redis == "" {
+		t.Error("Redis version missing")
+	}
+	for _, r := range rep.Results {
+		if r.System == "idem" && r.StoreRoundTrips == 0 {
+			t.Errorf("%s/idem made no store round trips", r.Scenario)
+		}
+	}
+}

@@ -1,0 +1,113 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// Report is everything one run of the harness measured. It is written as
+// report.json and rendered as report.html by -out.
+type Report struct {
+	Started  time.Time `json:"started"`
+	Duration string    `json:"duration"` // wall time of the whole run
+	Machine  Machine   `json:"machine"`
+	Config   Config    `json:"config"`
+	Results  []Result  `json:"results"`
+	Targets  []Target  `json:"targets"`
+	Sizes    []Sizes   `json:"sizes"`
+	// OK is false when some system ran a key more than once, or a target
+	// check failed to run; the harness then exits non-zero.
+	OK bool `json:"ok"`
+}
+
+// Machine describes where the run happened.
+type Machine struct {
+	GoVersion  string `json:"go_version"`
+	OS         string `json:"os"`
+	Arch       string `json:"arch"`
+	CPUs       int    `json:"cpus"`
+	GOMAXPROCS int    `json:"gomaxprocs"`
+	CPUModel   string `json:"cpu_model,omitempty"`
+	Redis      string `json:"redis,omitempty"` // server version, when a Redis store is used
+}
+
+// Result is one system's run of one scenario.
+type Result struct {
+	Scenario string `json:"scenario"`
+	System   string `json:"system"`
+	Store    string `json:"store"` // memory, redis, redis-cluster
+
+	Calls        int64   `json:"calls"`
+	Errors       int64   `json:"errors"`
+	WrongResults int64   `json:"wrong_results"` // a result that belongs to another key: never acceptable
+	FirstError   string  `json:"first_error,omitempty"`
+	Seconds      float64 `json:"seconds"`
+	Throughput   float64 `json:"throughput"` // calls per second
+
+	Latency Latency `json:"latency"` // of every call
+	// Settle is the time from the owner's function returning to a waiting
+	// duplicate being released (calls that joined a run in flight).
+	Settle Latency `json:"settle"`
+
+	// Executions of the function, and distinct keys completed; a correct
+	// system has Executions == KeysCompleted.
+	Executions    int64    `json:"executions"`
+	KeysCompleted int64    `json:"keys_completed"`
+	RanTwice      []string `json:"ran_twice,omitempty"` // keys executed more than once (at most 20 listed)
+	RanTwiceCount int64    `json:"ran_twice_count"`
+
+	Outcomes map[string]int64 `json:"outcomes,omitempty"` // executed, joined, replayed
+
+	StoreRoundTrips int64   `json:"store_round_trips"` // batches (idem) or calls sent to the store
+	StoreOps        int64   `json:"store_ops"`
+	AllocsPerOp     float64 `json:"allocs_per_op"`
+	BytesPerOp      float64 `json:"bytes_per_op"`
+
+	// Ratios of this result's throughput to each baseline's in the same
+	// scenario (only on the idem rows).
+	Ratios map[string]float64 `json:"ratios,omitempty"`
+}
+
+// Latency is a latency distribution summary, with a histogram for charts.
+type Latency struct {
+	Count int64   `json:"count"`
+	Mean  float64 `json:"mean_us"`
+	P50   float64 `json:"p50_us"`
+	P90   float64 `json:"p90_us"`
+	P99   float64 `json:"p99_us"`
+	P999  float64 `json:"p999_us"`
+	Max   float64 `json:"max_us"`
+	// Buckets are log-spaced: bucket i counts values below UpperUS[i] µs
+	// (and at least the previous bound).
+	UpperUS []float64 `json:"upper_us,omitempty"`
+	Counts  []int64   `json:"counts,omitempty"`
+}
+
+// Target is one of the performance targets, as met or not.
+type Target struct {
+	Name     string  `json:"name"`
+	Goal     string  `json:"goal"`
+	Measured string  `json:"measured"`
+	Ratio    float64 `json:"ratio,omitempty"`
+	Met      bool    `json:"met"`
+	Skipped  string  `json:"skipped,omitempty"` // why it could not be checked in this run
+}
+
+// Sizes are memory costs of one system, measured once per run: Go heap
+// bytes (and, on Redis, MEMORY USAGE of a record).
+type Sizes struct {
+	System              string  `json:"system"`
+	BytesPerInFlightKey float64 `json:"bytes_per_in_flight_key"`
+	BytesPerRecord      float64 `json:"bytes_per_record"`
+	RedisBytesPerRecord float64 `json:"redis_bytes_per_record,omitempty"`
+}
+
+func writeJSON(dir string, r *Report) error {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "report.json"), b, 0o644)
+}

@@ -1,0 +1,77 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/idemrt/idem"
+	"github.com/idemrt/idem/store/redisstore"
+)
+
+func heapNow() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
+// measureSizes measures idem's memory per key in flight and per stored
+// record (Go heap, runtime and store), and on Redis the MEMORY USAGE of a
+// record.
+func measureSizes(ctx context.Context, e *env) (Sizes, error) {
+	sz := Sizes{System: "idem"}
+	const stored, inFlight = 50000, 5000
+
+	sys, err := newSystem("idem", e, "sizes-stored")
+	if err != nil {
+		return sz, err
+	}
+	s := sys.(*idemSystem)
+	fn := func(context.Context) (receipt, error) { return receipt{ID: "rcpt-1", Amount: 4200}, nil }
+	before := heapNow()
+	for i := range stored {
+		if _, err := idem.Do(ctx, s.rt, fmt.Sprint("k", i), fn); err != nil {
+			s.close()
+			return sz, err
+		}
+	}
+	sz.BytesPerRecord = float64(int64(heapNow())-int64(before)) / stored
+	if rs, ok := s.st.(*redisstore.Store); ok {
+		n, err := s.client.MemoryUsage(ctx, rs.RecordKey("k0")).Result()
+		if err == nil {
+			sz.RedisBytesPerRecord = float64(n)
+		}
+	}
+	s.close()
+
+	sys, err = newSystem("idem", e, "sizes-inflight")
+	if err != nil {
+		return sz, err
+	}
+	s = sys.(*idemSystem)
+	defer s.close()
+	gate := make(chan struct{})
+	block := func(context.Context) (receipt, error) { <-gate; return receipt{}, nil }
+	before = heapNow()
+	var wg sync.WaitGroup
+	for i := range inFlight {
+		wg.Go(func() { _, _ = idem.Do(ctx, s.rt, fmt.Sprint("f", i), block) })
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for s.rt.Stats().InFlight < inFlight && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if got := s.rt.Stats().InFlight; got < inFlight {
+		close(gate)
+		wg.Wait()
+		return sz, fmt.Errorf("only %d of %d keys got in flight", got, inFlight)
+	}
+	sz.BytesPerInFlightKey = float64(int64(heapNow())-int64(before)) / inFlight
+	close(gate)
+	wg.Wait()
+	return sz, nil
+}

@@ -1,0 +1,308 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/golang-lru/v2/expirable"
+	"github.com/redis/go-redis/v9"
+	"golang.org/x/sync/singleflight"
+
+	"github.com/idemrt/idem"
+	"github.com/idemrt/idem/store"
+	"github.com/idemrt/idem/store/memstore"
+	"github.com/idemrt/idem/store/redisstore"
+)
+
+// receipt is what the benchmarked function returns: a small struct, as a
+// payment call would.
+type receipt struct {
+	ID     string
+	Amount int
+}
+
+type workFn = func(context.Context) (receipt, error)
+
+type outcome uint8
+
+const (
+	noOutcome outcome = iota
+	executed
+	joined
+	replayed
+)
+
+func (o outcome) String() string {
+	return [...]string{"none", "executed", "joined", "replayed"}[o]
+}
+
+// system is one way of running a function once per key.
+type system interface {
+	name() string
+	// do runs fn for key. withOutcome asks for the outcome; without it a
+	// system may report noOutcome (to spare idem an allocation when the
+	// scenario does not need it).
+	do(ctx context.Context, key string, fn workFn, withOutcome bool) (receipt, outcome, error)
+	// storeCalls returns round trips and operations sent to a store so far.
+	storeCalls() (roundTrips, ops int64)
+	close()
+}
+
+// env is what systems are built from.
+type env struct {
+	cfg    Config
+	prefix string // per run, so that systems never share keys
+}
+
+func (e *env) redisClient() redis.UniversalClient {
+	if e.cfg.Store == "redis-cluster" {
+		return redis.NewClusterClient(&redis.ClusterOptions{Addrs: e.cfg.RedisAddrs, PoolSize: 128})
+	}
+	return redis.NewClient(&redis.Options{Addr: e.cfg.RedisAddrs[0], PoolSize: 128})
+}
+
+// newSystem builds the named system for one scenario run.
+func newSystem(name string, e *env, scenario string) (system, error) {
+	ns := e.prefix + scenario + ":" + name + ":"
+	switch name {
+	case "idem", "idem-nocache":
+		opts := idem.Options{Settle: e.cfg.Settle, DisableCache: name == "idem-nocache", Shards: e.cfg.Shards}
+		var client redis.UniversalClient
+		if e.cfg.Store != "memory" {
+			client = e.redisClient()
+			st, err := redisstore.New(context.Background(), client, redisstore.Options{KeyPrefix: ns})
+			if err != nil {
+				client.Close()
+				return nil, err
+			}
+			opts.Store = st
+		}
+		rt, err := idem.New(opts)
+		if err != nil {
+			return nil, err
+		}
+		return &idemSystem{n: name, rt: rt, client: client, st: opts.Store}, nil
+	case "mutex-map":
+		return &mutexMap{m: map[string]*mmEntry{}}, nil
+	case "singleflight+lru":
+		return &sfLRU{lru: expirable.NewLRU[string, receipt](65536, nil, 24*time.Hour)}, nil
+	case "poll", "plain":
+		p := &pollSystem{n: name, interval: e.cfg.PollInterval, settle: e.cfg.Settle}
+		if name == "plain" {
+			p.interval = time.Millisecond
+		}
+		if e.cfg.Store == "memory" {
+			p.st = memstore.New(memstore.Options{})
+		} else {
+			p.client = e.redisClient()
+			st, err := redisstore.New(context.Background(), p.client, redisstore.Options{KeyPrefix: ns})
+			if err != nil {
+				p.client.Close()
+				return nil, err
+			}
+			p.st = st
+		}
+		return p, nil
+	}
+	return nil, fmt.Errorf("unknown system %q", name)
+}
+
+// idemSystem is the runtime under test.
+type idemSystem struct {
+	n      string
+	rt     *idem.Runtime
+	client redis.UniversalClient
+	st     store.Store
+}
+
+func (s *idemSystem) name() string { return s.n }
+
+func (s *idemSystem) do(ctx context.Context, key string, fn workFn, withOutcome bool) (receipt, outcome, error) {
+	if !withOutcome {
+		v, err := idem.Do(ctx, s.rt, key, fn)
+		return v, noOutcome, err
+	}
+	var out idem.Outcome
+	v, err := idem.Do(ctx, s.rt, key, fn, idem.WithOutcome(&out))
+	return v, outcome(out), err // the two enums share their order
+}
+
+func (s *idemSystem) storeCalls() (int64, int64) {
+	st := s.rt.Stats()
+	return st.Batches, st.Ops
+}
+
+func (s *idemSystem) close() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_ = s.rt.Close(ctx)
+	if rs, ok := s.st.(*redisstore.Store); ok {
+		rs.Close()
+	}
+	if s.client != nil {
+		s.client.Close()
+	}
+}
+
+// mutexMap is the in-process limit: one mutex, one map of entries that
+// hold a result or a channel to wait on, kept forever.
+type mutexMap struct {
+	mu sync.Mutex
+	m  map[string]*mmEntry
+}
+
+type mmEntry struct {
+	done chan struct{}
+	v    receipt
+	err  error
+}
+
+func (s *mutexMap) name() string { return "mutex-map" }
+
+func (s *mutexMap) do(ctx context.Context, key string, fn workFn, _ bool) (receipt, outcome, error) {
+	s.mu.Lock()
+	if e, ok := s.m[key]; ok {
+		s.mu.Unlock()
+		select {
+		case <-e.done:
+			return e.v, replayed, e.err
+		default:
+		}
+		select {
+		case <-e.done:
+			return e.v, joined, e.err
+		case <-ctx.Done():
+			return receipt{}, noOutcome, ctx.Err()
+		}
+	}
+	e := &mmEntry{done: make(chan struct{})}
+	s.m[key] = e
+	s.mu.Unlock()
+	e.v, e.err = fn(ctx)
+	if e.err != nil {
+		s.mu.Lock()
+		delete(s.m, key)
+		s.mu.Unlock()
+	}
+	close(e.done)
+	return e.v, executed, e.err
+}
+
+func (s *mutexMap) storeCalls() (int64, int64) { return 0, 0 }
+func (s *mutexMap) close()                     {}
+
+// sfLRU is what a user would write by hand: singleflight to coalesce the
+// callers of a key, an expirable LRU to keep its result.
+type sfLRU struct {
+	g   singleflight.Group
+	lru *expirable.LRU[string, receipt]
+}
+
+func (s *sfLRU) name() string { return "singleflight+lru" }
+
+func (s *sfLRU) do(ctx context.Context, key string, fn workFn, _ bool) (receipt, outcome, error) {
+	if v, ok := s.lru.Get(key); ok {
+		return v, replayed, nil
+	}
+	ran := false
+	v, err, _ := s.g.Do(key, func() (any, error) {
+		if v, ok := s.lru.Get(key); ok {
+			return v, nil
+		}
+		ran = true
+		r, err := fn(ctx)
+		if err == nil {
+			s.lru.Add(key, r)
+		}
+		return r, err
+	})
+	out := joined
+	if ran {
+		out = executed
+	}
+	r, _ := v.(receipt)
+	return r, out, err
+}
+
+func (s *sfLRU) storeCalls() (int64, int64) { return 0, 0 }
+func (s *sfLRU) close()                     {}
+
+// pollSystem claims a key in the store and, when another caller holds it,
+// sleeps and claims again until it settles: the original design ("poll")
+// with a 50 ms interval, or a plain client ("plain") that polls every
+// millisecond. Either way, one store call per operation, no batching.
+type pollSystem struct {
+	n        string
+	st       store.Store
+	client   redis.UniversalClient
+	interval time.Duration
+	settle   time.Duration
+	owners   atomic.Int64
+	calls    atomic.Int64
+}
+
+func (s *pollSystem) name() string { return s.n }
+
+var errSettle = errors.New("settle time ran out")
+
+func (s *pollSystem) do(ctx context.Context, key string, fn workFn, _ bool) (receipt, outcome, error) {
+	owner := "poll-" + strconv.FormatInt(s.owners.Add(1), 36)
+	deadline := time.Now().Add(s.settle)
+	polled := false
+	for {
+		s.calls.Add(1)
+		res, err := s.st.Claim(ctx, key, store.ClaimRequest{Owner: owner, Lease: time.Minute, TTL: 24 * time.Hour})
+		if err != nil {
+			return receipt{}, noOutcome, err
+		}
+		switch res.Status {
+		case store.Completed:
+			var r receipt
+			err := json.Unmarshal(res.Record.Value, &r)
+			if polled {
+				return r, joined, err
+			}
+			return r, replayed, err
+		case store.Claimed:
+			r, err := fn(ctx)
+			if err != nil {
+				s.calls.Add(1)
+				_ = s.st.Fail(ctx, key, res.Token)
+				return r, executed, err
+			}
+			data, err := json.Marshal(r)
+			if err != nil {
+				return r, executed, err
+			}
+			s.calls.Add(1)
+			_, err = s.st.Complete(ctx, key, res.Token, store.Record{Value: data}, 24*time.Hour)
+			return r, executed, err
+		}
+		if time.Now().After(deadline) {
+			return receipt{}, noOutcome, errSettle
+		}
+		polled = true
+		select {
+		case <-time.After(s.interval):
+		case <-ctx.Done():
+			return receipt{}, noOutcome, ctx.Err()
+		}
+	}
+}
+
+func (s *pollSystem) storeCalls() (int64, int64) { n := s.calls.Load(); return n, n }
+
+func (s *pollSystem) close() {
+	if rs, ok := s.st.(*redisstore.Store); ok {
+		rs.Close()
+	}
+	if s.client != nil {
+		s.client.Close()
+	}
+}

@@ -1,0 +1,326 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// tracker counts the executions of each key of a run and when each key's
+// function last returned, indexed by key id. Pages are created on demand.
+type tracker struct {
+	mu    sync.Mutex
+	pages []atomic.Pointer[keyPage]
+}
+
+const pageBits = 12
+
+type keyPage [1 << pageBits]keySlot
+
+type keySlot struct {
+	execs  atomic.Int32
+	ok     atomic.Bool  // some call got the key's result
+	doneAt atomic.Int64 // Unix ns
+}
+
+func newTracker() *tracker { return &tracker{pages: make([]atomic.Pointer[keyPage], 1<<16)} }
+
+func (t *tracker) slot(id int64) *keySlot {
+	pi := id >> pageBits
+	if pi >= int64(len(t.pages)) {
+		panic(fmt.Sprintf("bench: key id %d beyond the tracker's capacity; shorten -duration", id))
+	}
+	p := t.pages[pi].Load()
+	if p == nil {
+		t.mu.Lock()
+		if p = t.pages[pi].Load(); p == nil {
+			p = new(keyPage)
+			t.pages[pi].Store(p)
+		}
+		t.mu.Unlock()
+	}
+	return &p[id&(1<<pageBits-1)]
+}
+
+// worker is one caller goroutine's state: its function (bound once, so that
+// calls allocate nothing for it) and its measurements.
+type worker struct {
+	tr      *tracker
+	id      int64 // the key id of the call in progress
+	work    time.Duration
+	fn      workFn
+	lat     hist
+	settle  hist
+	calls   atomic.Int64
+	errors  int64
+	wrong   int64
+	outs    [4]int64
+	_       [64]byte
+	lastErr error
+}
+
+func newWorker(tr *tracker, work time.Duration) *worker {
+	w := &worker{tr: tr, work: work}
+	w.fn = w.run
+	return w
+}
+
+// run is the benchmarked side effect: count the execution, take the work
+// time, note when it returned.
+func (w *worker) run(context.Context) (receipt, error) {
+	s := w.tr.slot(w.id)
+	s.execs.Add(1)
+	if w.work > 0 {
+		time.Sleep(w.work)
+	}
+	s.doneAt.Store(time.Now().UnixNano())
+	return receipt{ID: "rcpt-" + strconv.FormatInt(w.id, 10), Amount: 4200}, nil
+}
+
+// call runs one call of key id on sys and records it.
+func (w *worker) call(ctx context.Context, sys system, prefix string, id int64, withOutcome bool, start time.Time) {
+	w.id = id
+	key := prefix + strconv.FormatInt(id, 10)
+	v, out, err := sys.do(ctx, key, w.fn, withOutcome)
+	end := time.Now()
+	w.lat.record(end.Sub(start))
+	w.calls.Add(1)
+	w.outs[out]++
+	if err != nil {
+		w.errors++
+		w.lastErr = err
+		return
+	}
+	if v.Amount != 4200 || v.ID != "rcpt-"+strconv.FormatInt(id, 10) {
+		w.wrong++
+		w.lastErr = fmt.Errorf("key %s: wrong result %+v", key, v)
+		return
+	}
+	slot := w.tr.slot(id)
+	if !slot.ok.Load() {
+		slot.ok.Store(true)
+	}
+	if out == joined {
+		if done := slot.doneAt.Load(); done > 0 {
+			w.settle.record(end.Sub(time.Unix(0, done)))
+		}
+	}
+}
+
+// run is one scenario on one system.
+type run struct {
+	cfg      Config
+	scenario string
+	sys      system
+	prefix   string
+	tr       *tracker
+	workers  []*worker
+	nextID   atomic.Int64
+	maxID    int64 // ids below it may have been used (for the checks)
+	progress io.Writer
+}
+
+func (r *run) newWorker(work time.Duration) *worker {
+	w := newWorker(r.tr, work)
+	r.workers = append(r.workers, w)
+	return w
+}
+
+// execute runs the scenario for the configured duration and returns its
+// result.
+func (r *run) execute(ctx context.Context) (Result, error) {
+	cfg := r.cfg
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	stopProgress := r.startProgress()
+	start := time.Now()
+	deadline := start.Add(cfg.Duration)
+	switch r.scenario {
+	case "unique":
+		r.parallel(cfg.Concurrency, cfg.Work, func(w *worker, rng *rand.Rand) {
+			for time.Now().Before(deadline) {
+				w.call(ctx, r.sys, r.prefix, r.nextID.Add(1), false, time.Now())
+			}
+		})
+	case "replay":
+		// Store every key once (not measured), then replay them.
+		r.parallel(cfg.Concurrency, cfg.Work, func(w *worker, rng *rand.Rand) {
+			for id := r.nextID.Add(1); id <= int64(cfg.Keys); id = r.nextID.Add(1) {
+				w.call(ctx, r.sys, r.prefix, id, false, time.Now())
+			}
+		})
+		r.resetMeasurements()
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		start = time.Now()
+		deadline = start.Add(cfg.Duration)
+		r.parallel(cfg.Concurrency, cfg.Work, func(w *worker, rng *rand.Rand) {
+			for time.Now().Before(deadline) {
+				w.call(ctx, r.sys, r.prefix, 1+rng.Int64N(int64(cfg.Keys)), false, time.Now())
+			}
+		})
+	case "zipf":
+		r.parallel(cfg.Concurrency, cfg.Work, func(w *worker, rng *rand.Rand) {
+			z := rand.NewZipf(rng, 1.1, 1, uint64(cfg.Keys-1))
+			for time.Now().Before(deadline) {
+				id := 1 + rng.Int64N(int64(cfg.Keys))
+				if cfg.Dist == "zipf" {
+					id = 1 + int64(z.Uint64())
+				}
+				w.call(ctx, r.sys, r.prefix, id, true, time.Now())
+			}
+		})
+	case "slow":
+		var last atomic.Int64
+		r.parallel(cfg.Concurrency, cfg.SlowWork, func(w *worker, rng *rand.Rand) {
+			for time.Now().Before(deadline) {
+				l := last.Load()
+				var id int64
+				if l > 0 && rng.Float64() < cfg.DupRatio {
+					id = l - rng.Int64N(min(int64(cfg.Concurrency/2+1), l)) // recent: likely in flight
+				} else {
+					id = r.nextID.Add(1)
+					last.Store(id)
+				}
+				w.call(ctx, r.sys, r.prefix, id, true, time.Now())
+			}
+		})
+	case "storm":
+		ws := make([]*worker, cfg.StormSize)
+		for i := range ws {
+			ws[i] = r.newWorker(cfg.StormWork)
+		}
+		for rounds := 0; rounds == 0 || time.Now().Before(deadline); rounds++ {
+			id := r.nextID.Add(1)
+			release := make(chan struct{})
+			var wg sync.WaitGroup
+			var t0 time.Time
+			for _, w := range ws {
+				wg.Go(func() {
+					<-release
+					w.call(ctx, r.sys, r.prefix, id, true, t0)
+				})
+			}
+			runtime.Gosched()
+			t0 = time.Now()
+			close(release)
+			wg.Wait()
+		}
+	default:
+		return Result{}, fmt.Errorf("unknown scenario %q", r.scenario)
+	}
+	elapsed := time.Since(start)
+	stopProgress()
+	runtime.ReadMemStats(&after)
+	r.maxID = r.nextID.Load()
+	return r.result(elapsed, &before, &after), nil
+}
+
+// parallel runs n workers with body until each returns.
+func (r *run) parallel(n int, work time.Duration, body func(*worker, *rand.Rand)) {
+	if len(r.workers) == 0 {
+		for range n {
+			r.newWorker(work)
+		}
+	}
+	var wg sync.WaitGroup
+	for i, w := range r.workers {
+		rng := rand.New(rand.NewPCG(uint64(i), uint64(time.Now().UnixNano())))
+		wg.Go(func() { body(w, rng) })
+	}
+	wg.Wait()
+}
+
+// resetMeasurements drops what the warm-up recorded (not the executions).
+func (r *run) resetMeasurements() {
+	for _, w := range r.workers {
+		w.lat, w.settle = hist{}, hist{}
+		w.calls.Store(0)
+		w.errors, w.wrong, w.outs, w.lastErr = 0, 0, [4]int64{}, nil
+	}
+}
+
+func (r *run) startProgress() func() {
+	if r.progress == nil {
+		return func() {}
+	}
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	start := time.Now()
+	go func() {
+		defer close(stopped)
+		tick := time.NewTicker(250 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				fmt.Fprintf(r.progress, "\r\033[K")
+				return
+			case <-tick.C:
+				var calls int64
+				for _, w := range r.workers {
+					calls += w.calls.Load()
+				}
+				el := time.Since(start).Seconds()
+				fmt.Fprintf(r.progress, "\r\033[K  %-7s %-17s %5.1fs %10d calls %12.0f calls/s",
+					r.scenario, r.sys.name(), el, calls, float64(calls)/el)
+			}
+		}
+	}()
+	return func() { close(done); <-stopped }
+}
+
+// result sums the workers' measurements and checks every key ran once.
+func (r *run) result(elapsed time.Duration, before, after *runtime.MemStats) Result {
+	var lat, settle hist
+	res := Result{Scenario: r.scenario, System: r.sys.name(), Store: r.cfg.Store, Seconds: elapsed.Seconds(),
+		Outcomes: map[string]int64{}}
+	for _, w := range r.workers {
+		lat.merge(&w.lat)
+		settle.merge(&w.settle)
+		res.Calls += w.calls.Load()
+		res.Errors += w.errors
+		res.WrongResults += w.wrong
+		if w.lastErr != nil && res.FirstError == "" {
+			res.FirstError = w.lastErr.Error()
+		}
+		for o, n := range w.outs {
+			if n > 0 && outcome(o) != noOutcome {
+				res.Outcomes[outcome(o).String()] += n
+			}
+		}
+	}
+	res.Throughput = float64(res.Calls) / elapsed.Seconds()
+	res.Latency, res.Settle = lat.summary(), settle.summary()
+	limit := r.maxID
+	if r.scenario == "replay" || r.scenario == "zipf" {
+		limit = max(limit, int64(r.cfg.Keys))
+	}
+	for id := int64(1); id <= limit; id++ {
+		slot := r.tr.slot(id)
+		n := int64(slot.execs.Load())
+		if slot.ok.Load() {
+			res.KeysCompleted++
+		}
+		res.Executions += n
+		if n > 1 {
+			res.RanTwiceCount++
+			if len(res.RanTwice) < 20 {
+				res.RanTwice = append(res.RanTwice, r.prefix+strconv.FormatInt(id, 10))
+			}
+		}
+	}
+	res.StoreRoundTrips, res.StoreOps = r.sys.storeCalls()
+	if res.Calls > 0 {
+		res.AllocsPerOp = float64(after.Mallocs-before.Mallocs) / float64(res.Calls)
+		res.BytesPerOp = float64(after.TotalAlloc-before.TotalAlloc) / float64(res.Calls)
+	}
+	return res
+}
