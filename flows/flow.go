@@ -1,0 +1,305 @@
+package flows
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/idemrt/idem"
+	"github.com/idemrt/idem/store"
+)
+
+// ErrInvalidFlow is the error of a flow that cannot run: an empty or
+// duplicate step name, a nil step or function, bad options, a key function
+// that returns an empty or invalid key. errors.Is(err, idem.ErrInvalidArgument)
+// is true as well.
+var ErrInvalidFlow = fmt.Errorf("%w: invalid flow", idem.ErrInvalidArgument)
+
+func errorf(format string, args ...any) error {
+	return fmt.Errorf("flows: %w: %s", ErrInvalidFlow, fmt.Sprintf(format, args...))
+}
+
+// Flow is a named list of steps over a state S. Create it with [New]; it is
+// immutable and safe to Run from many goroutines.
+type Flow[S any] struct {
+	name  string
+	steps []Stepper[S]
+}
+
+// New returns a flow named name (the name is part of every step's
+// fingerprint) with the given steps, in order. It checks them before
+// anything runs: no nil step, no empty or duplicate step name, no nil
+// function or hook, no negative option.
+func New[S any](name string, steps ...Stepper[S]) (*Flow[S], error) {
+	if name == "" {
+		return nil, errorf("empty flow name")
+	}
+	if len(steps) == 0 {
+		return nil, errorf("flow %q has no steps", name)
+	}
+	seen := map[string]bool{}
+	for i, st := range steps {
+		if st == nil || isNilStep(st) {
+			return nil, errorf("flow %q: step %d is nil", name, i)
+		}
+		n := st.stepName()
+		switch {
+		case n == "":
+			return nil, errorf("flow %q: step %d has an empty name", name, i)
+		case seen[n]:
+			return nil, errorf("flow %q: two steps are named %q", name, n)
+		}
+		seen[n] = true
+		if err := st.check(); err != nil {
+			return nil, fmt.Errorf("flow %q: %w", name, err)
+		}
+	}
+	return &Flow[S]{name: name, steps: append([]Stepper[S](nil), steps...)}, nil
+}
+
+// isNilStep reports a typed nil (a nil *StepDef in the interface).
+func isNilStep[S any](st Stepper[S]) bool {
+	switch v := st.(type) {
+	case *StepDef[S]:
+		return v == nil
+	}
+	return false
+}
+
+// Must returns f, or panics if err is not nil: for flows declared at
+// package level.
+func Must[S any](f *Flow[S], err error) *Flow[S] {
+	if err != nil {
+		panic(err)
+	}
+	return f
+}
+
+// Name returns the flow's name.
+func (f *Flow[S]) Name() string { return f.name }
+
+// RunOptions configure one run of a flow. The zero value runs the steps
+// without workflow-level idempotency, each idempotent step keyed in the
+// empty namespace.
+type RunOptions[S any] struct {
+	// IdempotencyKey makes the whole run idempotent: a second run with the
+	// same key (in the same namespace and version) returns the first run's
+	// output without running any step.
+	IdempotencyKey string
+	// KeyFunc computes the workflow key from the input instead. Set one of
+	// IdempotencyKey and KeyFunc, or neither.
+	KeyFunc func(S) string
+	// Namespace and Version scope every key of the run (the workflow's and
+	// the steps'), e.g. a tenant and the flow's version.
+	Namespace, Version string
+	// TTL is how long the run's output is kept. Default: the runtime's
+	// result TTL.
+	TTL time.Duration
+	// Settle is how long a duplicate run waits for one in flight.
+	// Default: the runtime's settle time.
+	Settle time.Duration
+	// FailFast makes a duplicate run fail at once with idem.ErrConflict
+	// instead of waiting (what an HTTP API answers with 409).
+	FailFast bool
+	// Lease is the workflow's lease. Default: the runtime's.
+	Lease time.Duration
+	// Classifier decides which step errors are permanent (stored and
+	// replayed) besides those marked with idem.Permanent.
+	Classifier func(error) bool
+}
+
+// StepError is the error of a step that failed: its name (and item, for a
+// reduce step) and the cause. errors.Is and errors.As see the cause.
+type StepError struct {
+	Flow string
+	Step string
+	Item int // index of the item in a reduce step; -1 for a plain step
+	Err  error
+}
+
+func (e *StepError) Error() string {
+	if e.Item >= 0 {
+		return fmt.Sprintf("flows: %s: step %q, item %d: %v", e.Flow, e.Step, e.Item, e.Err)
+	}
+	return fmt.Sprintf("flows: %s: step %q: %v", e.Flow, e.Step, e.Err)
+}
+
+// Unwrap returns the cause.
+func (e *StepError) Unwrap() error { return e.Err }
+
+// itemError marks err with the reduce item it came from (once: an inner
+// error keeps its item).
+func itemError(step string, i int, err error) error {
+	var se *StepError
+	if errors.As(err, &se) {
+		return err
+	}
+	return &StepError{Step: step, Item: i, Err: err}
+}
+
+// exec is one run: the runtime, the scope and the options the steps use.
+type exec[S any] struct {
+	rt    *idem.Runtime
+	flow  string
+	scope store.Scope
+	opts  *RunOptions[S]
+}
+
+// fingerprint ties a step's records to this flow and step: the same key
+// used by another flow or step is a mismatch, never a merge.
+func (x *exec[S]) fingerprint(step string) []byte {
+	sum := sha256.Sum256([]byte("flow\x00" + x.flow + "\x00step\x00" + step))
+	return sum[:]
+}
+
+// once runs body as the step (or reduce item) with key, once per key.
+func (x *exec[S]) once(ctx context.Context, step, key string, so StepOptions, s S, body func(context.Context, S) (S, error)) (S, error) {
+	if key == "" {
+		return s, errorf("step %q: its key function returned an empty key", step)
+	}
+	scoped := store.BuildKey("step:"+key, x.scope)
+	if err := store.ValidateKey(scoped); err != nil {
+		return s, fmt.Errorf("flows: step %q: key %q: %w", step, key, err)
+	}
+	opts := []idem.Option{idem.WithFingerprint(x.fingerprint(step)), idem.WithSettle(stepSettle(so.Settle))}
+	if so.TTL > 0 {
+		opts = append(opts, idem.WithTTL(so.TTL))
+	}
+	if so.Lease > 0 {
+		opts = append(opts, idem.WithLease(so.Lease))
+	}
+	if x.opts.Classifier != nil {
+		opts = append(opts, idem.WithClassifier(x.opts.Classifier))
+	}
+	out, err := idem.Do(ctx, x.rt, scoped, func(ctx context.Context) (S, error) { return body(ctx, s) }, opts...)
+	if err != nil {
+		return s, err
+	}
+	// A result from the runtime's cache is shared with every caller that
+	// replays it; the next steps get their own copy to change.
+	return clone(out)
+}
+
+// clone deep-copies a state through JSON, the codec it is stored with.
+func clone[S any](s S) (S, error) {
+	b, err := json.Marshal(s)
+	if err != nil {
+		return s, err
+	}
+	var out S
+	if err := json.Unmarshal(b, &out); err != nil {
+		return s, err
+	}
+	return out, nil
+}
+
+// stepSettle is how long a step waits for a run of its key in flight: as
+// long as the context allows by default, since within one run of a flow the
+// only other holder of a step key is a run that crashed (taken over when its
+// lease ends) or a concurrent run of a flow without a workflow key.
+func stepSettle(d time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return store.MaxDuration
+}
+
+func checkStepOptions(step string, o StepOptions) error {
+	for _, d := range []struct {
+		n string
+		v time.Duration
+	}{{"TTL", o.TTL}, {"Settle", o.Settle}, {"Lease", o.Lease}} {
+		if d.v < 0 || d.v > store.MaxDuration {
+			return errorf("step %q: StepOptions.%s %v is out of range", step, d.n, d.v)
+		}
+	}
+	return nil
+}
+
+// Run runs the flow on input and returns the final state.
+//
+// With a workflow key the whole run is one idem key: a run already
+// completed returns its output (or its permanent error) without running any
+// step; a duplicate while it runs waits (RunOptions.Settle / Wait) or fails
+// with idem.ErrConflict. Each idempotent step is its own idem key within
+// the run's scope. A step's error is returned as a *StepError; if it is
+// permanent the workflow's record stores it too.
+func (f *Flow[S]) Run(ctx context.Context, rt *idem.Runtime, input S, opts RunOptions[S]) (S, error) {
+	if rt == nil {
+		return input, errorf("flow %q: Run with a nil runtime", f.name)
+	}
+	if opts.IdempotencyKey != "" && opts.KeyFunc != nil {
+		return input, errorf("flow %q: set IdempotencyKey or KeyFunc, not both", f.name)
+	}
+	for _, d := range []struct {
+		n string
+		v time.Duration
+	}{{"TTL", opts.TTL}, {"Settle", opts.Settle}, {"Lease", opts.Lease}} {
+		if d.v < 0 || d.v > store.MaxDuration {
+			return input, errorf("flow %q: RunOptions.%s %v is out of range", f.name, d.n, d.v)
+		}
+	}
+	x := &exec[S]{rt: rt, flow: f.name, scope: store.Scope{Namespace: opts.Namespace, Version: opts.Version}, opts: &opts}
+	key := opts.IdempotencyKey
+	if opts.KeyFunc != nil {
+		if key = opts.KeyFunc(input); key == "" {
+			return input, errorf("flow %q: KeyFunc returned an empty key", f.name)
+		}
+	}
+	if key == "" {
+		return f.steps1(ctx, x, input)
+	}
+	scoped := store.BuildKey("flow:"+f.name+":"+key, x.scope)
+	if err := store.ValidateKey(scoped); err != nil {
+		return input, fmt.Errorf("flows: %s: workflow key %q: %w", f.name, key, err)
+	}
+	var wopts []idem.Option
+	switch {
+	case opts.FailFast:
+		wopts = append(wopts, idem.WithSettle(0))
+	case opts.Settle > 0:
+		wopts = append(wopts, idem.WithSettle(opts.Settle))
+	}
+	if opts.TTL > 0 {
+		wopts = append(wopts, idem.WithTTL(opts.TTL))
+	}
+	if opts.Lease > 0 {
+		wopts = append(wopts, idem.WithLease(opts.Lease))
+	}
+	if opts.Classifier != nil {
+		wopts = append(wopts, idem.WithClassifier(opts.Classifier))
+	}
+	wopts = append(wopts, idem.WithFingerprint(x.fingerprint("")))
+	out, err := idem.Do(ctx, rt, scoped, func(ctx context.Context) (S, error) {
+		return f.steps1(ctx, x, input)
+	}, wopts...)
+	if err != nil {
+		return out, err
+	}
+	return clone(out)
+}
+
+// steps1 runs every step in order.
+func (f *Flow[S]) steps1(ctx context.Context, x *exec[S], s S) (S, error) {
+	for _, st := range f.steps {
+		if err := ctx.Err(); err != nil {
+			return s, err
+		}
+		out, err := st.run(ctx, x, s)
+		if err != nil {
+			var se *StepError
+			if errors.As(err, &se) {
+				if se.Flow == "" {
+					se.Flow = f.name
+				}
+				return s, se
+			}
+			return s, &StepError{Flow: f.name, Step: st.stepName(), Item: -1, Err: err}
+		}
+		s = out
+	}
+	return s, nil
+}

@@ -1,0 +1,113 @@
+package flows
+
+import (
+	"context"
+	"time"
+)
+
+// Stepper is one step of a flow: a plain step ([Step]) or a reduce step
+// ([Reduce]).
+type Stepper[S any] interface {
+	stepName() string
+	run(ctx context.Context, x *exec[S], s S) (S, error)
+	check() error
+}
+
+// StepOptions adjust an idempotent step. Zero values mean the runtime's
+// defaults (result TTL, lease) and, for Settle, waiting for a run of the
+// step in flight as long as the flow's context allows.
+type StepOptions struct {
+	// TTL is how long the step's result is kept and replayed.
+	TTL time.Duration
+	// Settle is how long the step waits for another run of the same step key
+	// in flight (a run left by a crashed process is taken over when its
+	// lease ends). Zero waits as long as the flow's context allows.
+	Settle time.Duration
+	// Lease is the step's lease (renewed while it runs).
+	Lease time.Duration
+}
+
+// StepDef is a step built by [Step]. Its methods configure it and return it,
+// so a step reads as one expression.
+type StepDef[S any] struct {
+	name   string
+	fn     func(context.Context, S) (S, error)
+	key    func(S) string
+	keyNil bool // Idempotent was given a nil key function
+	opts   StepOptions
+	before []func(context.Context, S) error
+	after  []func(context.Context, S) error
+}
+
+// Step returns a step named name that turns the state into a new state.
+// Without Idempotent it runs every time the flow runs.
+func Step[S any](name string, fn func(context.Context, S) (S, error)) *StepDef[S] {
+	return &StepDef[S]{name: name, fn: fn}
+}
+
+// Idempotent makes the step run once per key: key computes the step's
+// idempotency key from the state before the step (for example
+// "charge:"+s.InvoiceID). Its output state is stored and replayed.
+func (d *StepDef[S]) Idempotent(key func(S) string, opts StepOptions) *StepDef[S] {
+	d.key, d.opts, d.keyNil = key, opts, key == nil
+	return d
+}
+
+// OnBefore adds a hook that runs before the step's function each time the
+// step executes (not when its result is replayed). An error stops the step.
+func (d *StepDef[S]) OnBefore(h func(context.Context, S) error) *StepDef[S] {
+	d.before = append(d.before, h)
+	return d
+}
+
+// OnAfter adds a hook that runs after the step's function, with the new
+// state, each time the step executes. The step's result is stored only once
+// every OnAfter hook has passed; an error releases the step (or, if
+// permanent, stores the error).
+func (d *StepDef[S]) OnAfter(h func(context.Context, S) error) *StepDef[S] {
+	d.after = append(d.after, h)
+	return d
+}
+
+func (d *StepDef[S]) stepName() string { return d.name }
+
+func (d *StepDef[S]) check() error {
+	if d.fn == nil {
+		return errorf("step %q has a nil function", d.name)
+	}
+	for _, h := range append(append([]func(context.Context, S) error{}, d.before...), d.after...) {
+		if h == nil {
+			return errorf("step %q has a nil hook", d.name)
+		}
+	}
+	if d.keyNil {
+		return errorf("step %q: Idempotent with a nil key function", d.name)
+	}
+	return checkStepOptions(d.name, d.opts)
+}
+
+// body runs the hooks and the function: what executes when the step runs.
+func (d *StepDef[S]) body(ctx context.Context, s S) (S, error) {
+	for _, h := range d.before {
+		if err := h(ctx, s); err != nil {
+			return s, err
+		}
+	}
+	out, err := d.fn(ctx, s)
+	if err != nil {
+		return out, err
+	}
+	for _, h := range d.after {
+		if err := h(ctx, out); err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+func (d *StepDef[S]) run(ctx context.Context, x *exec[S], s S) (S, error) {
+	if d.key == nil {
+		return d.body(ctx, s)
+	}
+	return x.once(ctx, d.name, d.key(s), d.opts, s, d.body)
+}
