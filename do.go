@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"time"
 
 	"github.com/idemrt/idem/actors"
 	"github.com/idemrt/idem/store"
@@ -41,8 +42,8 @@ func Do[T any](ctx context.Context, rt *Runtime, key string, fn func(context.Con
 		var zero T
 		return zero, fmt.Errorf("%w: Do on a nil *Runtime", ErrInvalidArgument)
 	}
-	if len(opts) == 0 {
-		v, _, err := do(ctx, rt, key, fn, rt.defaults)
+	if len(opts) == 0 && !rt.observing {
+		v, _, err := do(ctx, rt, key, fn, rt.defaults, nil)
 		return v, err
 	}
 	return doWithOptions(ctx, rt, key, fn, opts)
@@ -57,7 +58,14 @@ func doWithOptions[T any](ctx context.Context, rt *Runtime, key string, fn func(
 			o(&c)
 		}
 	}
-	v, out, err := do(ctx, rt, key, fn, c)
+	var v T
+	var out Outcome
+	var err error
+	if rt.observing {
+		v, out, err = observed(ctx, rt, key, fn, c)
+	} else {
+		v, out, err = do(ctx, rt, key, fn, c, nil)
+	}
 	if c.outcome != nil {
 		*c.outcome = out
 	}
@@ -66,7 +74,8 @@ func doWithOptions[T any](ctx context.Context, rt *Runtime, key string, fn func(
 
 // do takes c by value: a pointer would make it escape, and a replay would
 // allocate.
-func do[T any](ctx context.Context, rt *Runtime, key string, fn func(context.Context) (T, error), c callOptions) (T, Outcome, error) {
+// st, when not nil, receives the call's timings (an observed call).
+func do[T any](ctx context.Context, rt *Runtime, key string, fn func(context.Context) (T, error), c callOptions, st *callStats) (T, Outcome, error) {
 	var zero T
 	switch {
 	case c.err != nil:
@@ -86,9 +95,10 @@ func do[T any](ctx context.Context, rt *Runtime, key string, fn func(context.Con
 	sh := rt.set.For(key)
 	if hit := sh.Lookup(key, rt.clock.Now()); hit != nil {
 		v, err := result[T](key, c.fp, c.codec, hit)
-		return v, Replayed, err
+		return v, settledOutcome(Replayed, err), err
 	}
 	if !sh.Enter() {
+		rt.warnOverload(key)
 		return zero, NoOutcome, keyErr(key, ErrOverloaded)
 	}
 	defer sh.Leave()
@@ -100,6 +110,9 @@ func do[T any](ctx context.Context, rt *Runtime, key string, fn func(context.Con
 		Settle:      c.settle,
 		Reply:       make(chan actors.Reply, 1),
 	}
+	if st != nil {
+		st.sent = time.Now()
+	}
 	if !sh.Send(req) {
 		return zero, NoOutcome, keyErr(key, ErrClosed)
 	}
@@ -107,20 +120,36 @@ func do[T any](ctx context.Context, rt *Runtime, key string, fn func(context.Con
 	if err != nil {
 		return zero, NoOutcome, err
 	}
+	st.noteReply(rep)
 	switch rep.Kind {
 	case actors.Grant:
 		owner := c // the owner's options live on the heap (a goroutine may run fn)
-		return execute(ctx, rt, sh, req, rep.Token, fn, &owner)
+		if st == nil {
+			return execute(ctx, rt, sh, req, rep.Token, fn, &owner)
+		}
+		granted := time.Now()
+		v, out, err := execute(ctx, rt, sh, req, rep.Token, fn, &owner)
+		st.run = time.Since(granted)
+		return v, out, err
 	case actors.Settled:
 		out := Replayed
 		if rep.Joined {
 			out = Joined
 		}
 		v, err := result[T](key, c.fp, c.codec, rep.Result)
-		return v, out, err
+		return v, settledOutcome(out, err), err
 	default:
 		return zero, NoOutcome, failure(key, rep)
 	}
+}
+
+// settledOutcome is the outcome of a caller given a settled record: out,
+// unless the record was not its to have (another request's fingerprint).
+func settledOutcome(out Outcome, err error) Outcome {
+	if err != nil && errors.Is(err, ErrFingerprintMismatch) {
+		return NoOutcome
+	}
+	return out
 }
 
 // wait returns the shard's next reply to req. If ctx ends first and leave

@@ -6,6 +6,8 @@ import (
 	"runtime"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/idemrt/idem/clock"
 	"github.com/idemrt/idem/store"
 )
@@ -76,6 +78,22 @@ type Options struct {
 	// Tests pass a *clock.Fake.
 	// Default: the real clock.
 	Clock clock.Clock
+
+	// Observer receives an event per call and per store batch (see
+	// [Observer]; package idemprom exports them to Prometheus).
+	// Default: nil, which measures nothing.
+	Observer Observer
+
+	// ObserveKeys puts each call's key in its CallEvent. Keys can hold
+	// personal data; by default events carry only the key's namespace.
+	// Default: false.
+	ObserveKeys bool
+
+	// TracerProvider, when set, wraps every call of Do in an OpenTelemetry
+	// span "idem.Do" (attributes idem.namespace, idem.outcome, idem.result,
+	// idem.waited, idem.wait_us, idem.token); the function runs under it.
+	// Default: nil, no tracing.
+	TracerProvider trace.TracerProvider
 }
 
 const maxShards = 4096

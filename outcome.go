@@ -6,7 +6,7 @@ type Outcome uint8
 // Outcomes.
 const (
 	// NoOutcome: the call failed before it got a result (a bad key, a
-	// conflict, a store failure, a closed runtime).
+	// conflict, a fingerprint mismatch, a store failure, a closed runtime).
 	NoOutcome Outcome = iota
 	// Executed: this call ran the function.
 	Executed

@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"sync/atomic"
+	"time"
+
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/idemrt/idem/actors"
 	"github.com/idemrt/idem/clock"
@@ -21,6 +24,10 @@ type Runtime struct {
 	closed   atomic.Bool
 	ownStore *memstore.Store
 	defaults callOptions
+
+	observing   bool // an Observer or a tracer is set
+	tracer      trace.Tracer
+	lastOverlog atomic.Int64 // when overload was last logged, Unix ns
 }
 
 // New starts a runtime: its shard actors and, with a store that can wake
@@ -47,10 +54,15 @@ func New(opts Options) (*Runtime, error) {
 		MaxPending:   o.MaxPending,
 		MaxBatch:     o.MaxBatch,
 		StoreTimeout: o.StoreTimeout,
+		OnBatch:      batchObserver(o.Observer),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("idem: start shards: %w", err)
 	}
+	if o.TracerProvider != nil {
+		rt.tracer = o.TracerProvider.Tracer("github.com/idemrt/idem")
+	}
+	rt.observing = o.Observer != nil || rt.tracer != nil
 	rt.defaults = callOptions{
 		ttl:       o.ResultTTL,
 		lease:     o.LeaseTTL,
@@ -95,6 +107,28 @@ type Stats = actors.Stats
 // Stats returns the runtime's counters: keys in flight, parked callers,
 // pending callers, store batches and operations.
 func (rt *Runtime) Stats() Stats { return rt.set.Stats() }
+
+// ShardStats is a snapshot of one shard's counters.
+type ShardStats = actors.ShardStats
+
+// ShardStats returns each shard's counters, by shard index: keys in
+// flight, parked callers, pending callers (against Options.MaxPending).
+func (rt *Runtime) ShardStats() []ShardStats { return rt.set.ShardStats() }
+
+// warnOverload logs an overload at most once a second.
+func (rt *Runtime) warnOverload(key string) {
+	now := time.Now().UnixNano()
+	last := rt.lastOverlog.Load()
+	if now-last < int64(time.Second) || !rt.lastOverlog.CompareAndSwap(last, now) {
+		return
+	}
+	ns := ""
+	if _, sc, ok := store.ParseKey(key); ok {
+		ns = sc.Namespace
+	}
+	rt.opts.Logger.Warn("idem: a shard is overloaded; calls fail with ErrOverloaded",
+		"max_pending", rt.opts.MaxPending, "namespace", ns)
+}
 
 // Forget deletes the stored result of key, in this runtime's cache and in
 // the store, so the next call runs again. It returns a *ConflictError while

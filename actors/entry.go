@@ -131,6 +131,7 @@ func (s *Shard) leaseLeft(e *entry) time.Duration {
 // park queues r on e and starts its settle time.
 func (s *Shard) park(e *entry, r *Request) {
 	r.where = parked
+	r.waited = true
 	e.waiters = append(e.waiters, r)
 	s.armSettle(e, r)
 	s.nWaiters.Add(1) // after armSettle: a test that sees the waiter sees its timer
@@ -309,6 +310,7 @@ func (s *Shard) claimed(e *entry, o *op) {
 		e.left, e.leaseAt = res.LeaseLeft, s.now()
 		if cand.where == candidate {
 			cand.where = parked
+			cand.waited = true
 			e.waiters = append(e.waiters, nil)
 			copy(e.waiters[1:], e.waiters)
 			e.waiters[0] = cand

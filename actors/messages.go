@@ -36,6 +36,7 @@ type Request struct {
 	// Owned by the actor.
 	where    where
 	deadline time.Time // end of the settle time, once the caller waits
+	waited   bool      // the request was parked at some point
 }
 
 // Finishing tells the shard that the owner is about to complete the key in
@@ -115,6 +116,7 @@ type Reply struct {
 	Token     store.Token // Grant
 	Result    *Cached     // Settled
 	Joined    bool        // Settled: the caller waited for an execution in flight
+	Waited    bool        // the request was parked before this reply
 	Err       error       // Failed: cause
 	Op        store.OpKind
 	LeaseLeft time.Duration

@@ -73,11 +73,22 @@ func (s *Shard) flush(batch []*op) {
 	for i, o := range batch {
 		ops[i] = &o.Op
 	}
-	st := s.cfg.Store
+	st, observe := s.cfg.Store, s.cfg.OnBatch
 	s.io.Submit(func() {
 		ctx, cancel := s.storeContext()
+		start := time.Now()
 		store.Run(ctx, st, ops)
+		took := time.Since(start)
 		cancel()
+		if observe != nil {
+			ev := BatchEvent{Shard: s.index, Ops: len(ops), Duration: took}
+			for _, op := range ops {
+				if op.Err != nil && !store.IsContract(op.Err) {
+					ev.Failed++
+				}
+			}
+			observe(ev)
+		}
 		s.send(&batchDone{ops: batch})
 	})
 }

@@ -60,6 +60,7 @@ func NewSet(ctx context.Context, n int, cfg Config) (*Set, error) {
 	set.shards = make([]*Shard, n)
 	for i := range set.shards {
 		set.shards[i] = newShard(set.cfg)
+		set.shards[i].index = i
 		set.shards[i].done = set.done
 		set.sys.spawn(set.shards[i])
 	}
@@ -112,6 +113,22 @@ func (set *Set) Stats() Stats {
 		st.Ops += s.nOps.Load()
 	}
 	return st
+}
+
+// ShardStats is a snapshot of one shard's counters.
+type ShardStats struct {
+	InFlight int // keys with callers in flight
+	Waiters  int // parked callers
+	Pending  int // admitted callers not yet answered
+}
+
+// ShardStats returns each shard's counters, by shard index.
+func (set *Set) ShardStats() []ShardStats {
+	out := make([]ShardStats, len(set.shards))
+	for i, s := range set.shards {
+		out[i] = ShardStats{InFlight: int(s.nEntries.Load()), Waiters: int(s.nWaiters.Load()), Pending: s.gate.Pending()}
+	}
+	return out
 }
 
 // Close shuts the shards down: parked callers get FailClosed at once,

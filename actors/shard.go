@@ -31,11 +31,23 @@ type Config struct {
 	// WakerID is this instance's id for store wake-ups ("" when the store
 	// cannot wake).
 	WakerID string
+	// OnBatch, when set, is called on the shard's I/O worker after each
+	// store batch (never for an in-process store, never on the actor).
+	OnBatch func(BatchEvent)
+}
+
+// BatchEvent describes one store batch.
+type BatchEvent struct {
+	Shard    int
+	Ops      int
+	Failed   int // operations that failed with a store error (not a contract error)
+	Duration time.Duration
 }
 
 // Shard is one shard actor with its LRU and admission gate.
 type Shard struct {
 	cfg    *Config
+	index  int
 	done   <-chan struct{} // the set's: closed when the shards have stopped
 	root   *actor.RootContext
 	pid    *actor.PID
@@ -214,6 +226,7 @@ func (s *Shard) reply(r *Request, rep Reply) {
 		return
 	}
 	r.where = nowhere
+	rep.Waited = r.waited
 	select {
 	case r.Reply <- rep:
 	default:

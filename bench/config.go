@@ -30,7 +30,8 @@ type Config struct {
 	NoProgress   bool          `json:"-"`
 	RedisBench   bool          `json:"redis_benchmark"`
 	PollInterval time.Duration `json:"poll_interval"`
-	Shards       int           `json:"shards,omitempty"` // idem's Options.Shards; 0: its default
+	Shards       int           `json:"shards,omitempty"`  // idem's Options.Shards; 0: its default
+	Metrics      string        `json:"metrics,omitempty"` // address to serve Prometheus metrics on
 }
 
 var allScenarios = []string{"unique", "storm", "replay", "zipf", "slow"}
@@ -66,6 +67,7 @@ func parseFlags(args []string, out io.Writer) (Config, error) {
 	fs.BoolVar(&c.RedisBench, "redis-benchmark", true, "with a Redis store, also run redis-benchmark (when on PATH) on the claim script for the pipelining target")
 	fs.DurationVar(&c.PollInterval, "poll-interval", 50*time.Millisecond, "sleep between checks of the poll baseline")
 	fs.IntVar(&c.Shards, "shards", 0, "idem's shard count (0: its default, 2 × GOMAXPROCS)")
+	fs.StringVar(&c.Metrics, "metrics", "", "serve idem's Prometheus metrics on this address while running, e.g. :9090 (idem then runs with its observer on)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}

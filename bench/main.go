@@ -17,14 +17,21 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"runtime"
 	"runtime/pprof"
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/term"
+
+	"github.com/idemrt/idem/idemprom"
 )
 
 func main() { os.Exit(realMain(os.Args[1:])) }
@@ -83,6 +90,13 @@ func realMain(args []string) int {
 func runAll(ctx context.Context, cfg Config) (*Report, error) {
 	rep := &Report{Started: time.Now(), Config: cfg, Machine: machine(), OK: true}
 	e := &env{cfg: cfg, prefix: fmt.Sprintf("bench:%d:", time.Now().UnixNano())}
+	if cfg.Metrics != "" {
+		stop, err := serveMetrics(e, cfg.Metrics)
+		if err != nil {
+			return nil, err
+		}
+		defer stop()
+	}
 	if cfg.Store != "memory" {
 		client := e.redisClient()
 		defer client.Close()
@@ -149,6 +163,27 @@ func runAll(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	rep.Duration = time.Since(rep.Started).Round(time.Millisecond).String()
 	return rep, nil
+}
+
+// serveMetrics serves the idem systems' metrics at addr/metrics until stop.
+func serveMetrics(e *env, addr string) (stop func(), err error) {
+	e.col = idemprom.New(idemprom.Options{})
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(e.col, collectors.NewGoCollector())
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("-metrics %s: %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	fmt.Printf("serving idem's metrics on http://%s/metrics\n", ln.Addr())
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	}, nil
 }
 
 func cpuSuffix(model string) string {

@@ -2,7 +2,11 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"time"
+
 	"encoding/json"
+	"github.com/prometheus/client_golang/prometheus"
 	"os"
 	"path/filepath"
 	"strings"
@@ -113,5 +117,39 @@ func TestShortRunRedis(t *testing.T) {
 		if r.System == "idem" && r.StoreRoundTrips == 0 {
 			t.Errorf("%s/idem made no store round trips", r.Scenario)
 		}
+	}
+}
+
+// With -metrics the harness serves idem's metrics while it runs.
+func TestMetricsFlag(t *testing.T) {
+	c, err := parseFlags([]string{"-metrics", "127.0.0.1:0"}, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{cfg: c, prefix: "m:"}
+	stop, err := serveMetrics(e, c.Metrics)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	if e.col == nil {
+		t.Fatal("no collector")
+	}
+	sys, err := newSystem("idem", e, "unique")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sys.close()
+	w := newWorker(newTracker(), 0)
+	w.call(context.Background(), sys, "m:k", 1, false, time.Now())
+	ch := make(chan prometheus.Metric, 100)
+	e.col.Collect(ch)
+	close(ch)
+	n := 0
+	for range ch {
+		n++
+	}
+	if n == 0 {
+		t.Fatal("the collector reported nothing")
 	}
 }

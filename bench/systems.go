@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/idemrt/idem"
+	"github.com/idemrt/idem/idemprom"
 	"github.com/idemrt/idem/store"
 	"github.com/idemrt/idem/store/memstore"
 	"github.com/idemrt/idem/store/redisstore"
@@ -57,7 +58,8 @@ type system interface {
 // env is what systems are built from.
 type env struct {
 	cfg    Config
-	prefix string // per run, so that systems never share keys
+	prefix string              // per run, so that systems never share keys
+	col    *idemprom.Collector // with -metrics: the idem systems' observer
 }
 
 func (e *env) redisClient() redis.UniversalClient {
@@ -73,6 +75,9 @@ func newSystem(name string, e *env, scenario string) (system, error) {
 	switch name {
 	case "idem", "idem-nocache":
 		opts := idem.Options{Settle: e.cfg.Settle, DisableCache: name == "idem-nocache", Shards: e.cfg.Shards}
+		if e.col != nil {
+			opts.Observer = e.col
+		}
 		var client redis.UniversalClient
 		if e.cfg.Store != "memory" {
 			client = e.redisClient()
@@ -86,6 +91,9 @@ func newSystem(name string, e *env, scenario string) (system, error) {
 		rt, err := idem.New(opts)
 		if err != nil {
 			return nil, err
+		}
+		if e.col != nil {
+			e.col.Watch(rt)
 		}
 		return &idemSystem{n: name, rt: rt, client: client, st: opts.Store}, nil
 	case "mutex-map":
