@@ -1,5 +1,5 @@
 # The tests: race detector on, every package, nothing skipped.
-.PHONY: test vet fmt bench quickstart
+.PHONY: test vet fmt bench harness quickstart checkout webhooks
 
 test:
 	./scripts/test
@@ -13,5 +13,14 @@ fmt:
 bench:
 	go test -run '^$$' -bench . -benchmem ./...
 
+harness:
+	go run ./bench
+
 quickstart:
 	go run ./examples/quickstart
+
+checkout:
+	go run ./examples/checkout
+
+webhooks:
+	go run ./examples/webhooks

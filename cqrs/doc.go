@@ -1,0 +1,57 @@
+// Package cqrs is a small command bus with pipeline behaviours, and the
+// idempotency behaviour that runs each command once per request id.
+//
+// # The bus
+//
+// Register one handler per message type with [HandleCommand] (commands
+// change state) or [HandleQuery] (queries only read), then send messages
+// with [Dispatch], which names the result type and infers the message type:
+//
+//	var bus cqrs.Bus
+//	_ = cqrs.HandleCommand(&bus, func(ctx context.Context, c PlaceOrder) (Order, error) { ... })
+//	order, err := cqrs.Dispatch[Order](ctx, &bus, PlaceOrder{SKU: "book"})
+//
+// The zero Bus is ready to use. Behaviours added with [Bus.Use] wrap every
+// message, commands and queries alike, outermost first; each sees the
+// [Message] (its [Kind], type name and value) and calls next to go on.
+//
+// # Idempotency
+//
+// [Idempotency] is the behaviour that makes commands idempotent (DESIGN.md
+// §7–8). It takes the request id and tenant from the context ([WithRequestID],
+// [WithTenant], or [ContextFromHeaders] for an HTTP request) and, for a
+// command:
+//
+//   - if the command was processed, returns the stored result without
+//     calling the handler;
+//   - if another holder has the lock, fails at once with an error that
+//     matches idem.ErrConflict (no waiting);
+//   - otherwise runs the rest of the pipeline; a success is stored for
+//     ProcessedTTL (default 24h) and the lock released; a failure (any
+//     error, even one marked idem.Permanent) stores nothing and releases the
+//     lock, so a retry runs the handler again. A panic does the same and
+//     reaches the caller as an *idem.PanicError.
+//
+// The lock is an idem lease of LockTTL (default 60s), renewed while the
+// handler runs: the lock of a holder that crashed expires by itself.
+// Queries pass through untouched. A command without a request id fails with
+// [ErrNoRequestID], unless IdempotencyOptions.Optional lets it run without
+// idempotency.
+//
+// # Keys
+//
+// [Key] maps a tenant and a request id onto one idem key:
+// idempotency_lock:tenant:<tenant>:command:<id>, or
+// idempotency_lock:command:<id> without a tenant. The tenant and the id are
+// escaped ('%' as %25, ':' as %3A), so no two (tenant, id) pairs share a
+// key: the same request id in two tenants runs twice, once in each. idem
+// keeps a key's lock and its processed payload in one record, so the
+// idempotency_processed:... key of a two-key design has no separate
+// existence here: the record under the lock key holds both (see
+// docs/cqrs.md).
+//
+// With no runtime configured, the behaviour owns an idem runtime on the
+// in-memory store (close it with [Idempotency.Close]); give it a runtime on
+// the Redis store (store/redisstore) and every service instance shares the
+// same guarantee.
+package cqrs

@@ -1,0 +1,258 @@
+package httpidem_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"time"
+
+	"github.com/idemrt/idem"
+	"github.com/idemrt/idem/httpidem"
+)
+
+// exchange sends one request to h and prints what came back.
+func exchange(h http.Handler, method, path, key, body string) {
+	r := httptest.NewRequest(method, path, strings.NewReader(body))
+	if key != "" {
+		r.Header.Set("Idempotency-Key", key)
+	}
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	replayed := w.Header().Get("Idempotent-Replayed") == "true"
+	fmt.Printf("%d replayed=%v %s\n", w.Code, replayed, strings.TrimSpace(w.Body.String()))
+}
+
+// The middleware on a plain net/http ServeMux: a retried payment is charged
+// once; the retry gets the first response back, marked as a replay.
+func Example() {
+	mw, err := httpidem.New(httpidem.Options{}) // in-memory store, defaults
+	if err != nil {
+		panic(err)
+	}
+	defer mw.Close(context.Background())
+
+	charges := 0
+	pay := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		charges++
+		body, _ := io.ReadAll(r.Body)
+		w.Header().Set("Location", fmt.Sprintf("/payments/%d", charges))
+		w.WriteHeader(http.StatusCreated)
+		fmt.Fprintf(w, "charged %s (charge #%d)", body, charges)
+	})
+	mux := http.NewServeMux()
+	mux.Handle("POST /payments", mw.Handler(pay))
+
+	key := `"8e03978e-40d5-43e8-bc93-6894a57f9324"`
+	exchange(mux, "POST", "/payments", key, "4200")
+	exchange(mux, "POST", "/payments", key, "4200") // the client's retry
+	exchange(mux, "POST", "/payments", key, "9900") // the key reused for another payment
+	exchange(mux, "POST", "/payments", "", "4200")  // no key
+	fmt.Println("charges:", charges)
+	// Output:
+	// 201 replayed=false charged 4200 (charge #1)
+	// 201 replayed=true charged 4200 (charge #1)
+	// 422 replayed=false {"type":"about:blank","title":"Unprocessable Entity","status":422,"detail":"The Idempotency-Key was already used with a different request (method, path, tenant or body)."}
+	// 400 replayed=false {"type":"about:blank","title":"Bad Request","status":400,"detail":"httpidem: Idempotency-Key header missing"}
+	// charges: 1
+}
+
+func ExampleNew() {
+	mw, err := httpidem.New(httpidem.Options{
+		Methods:        []string{http.MethodPost, http.MethodPut},
+		Settle:         3 * time.Second, // duplicates in flight wait up to 3s, then 409
+		TTL:            48 * time.Hour,  // responses are replayed for 2 days
+		MaxRequestBody: 64 << 10,        // 413 over 64 KiB
+	})
+	fmt.Println(err)
+	defer mw.Close(context.Background())
+
+	_, err = httpidem.New(httpidem.Options{Settle: -time.Second})
+	fmt.Println(errors.Is(err, idem.ErrInvalidArgument))
+	// Output:
+	// <nil>
+	// true
+}
+
+func ExampleMiddleware_Handler() {
+	mw, _ := httpidem.New(httpidem.Options{})
+	defer mw.Close(context.Background())
+	// Handler has the shape routers take for middleware, so it wraps a
+	// single handler or a whole mux.
+	var middleware func(http.Handler) http.Handler = mw.Handler
+
+	api := http.NewServeMux()
+	api.HandleFunc("POST /orders", func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusCreated)
+		io.WriteString(w, "order created")
+	})
+	api.HandleFunc("GET /orders", func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "[]")
+	})
+	h := middleware(api)
+	exchange(h, "POST", "/orders", "k-1", "{}")
+	exchange(h, "POST", "/orders", "k-1", "{}")
+	exchange(h, "GET", "/orders", "", "") // GET is not covered: it passes through
+	// Output:
+	// 201 replayed=false order created
+	// 201 replayed=true order created
+	// 200 replayed=false []
+}
+
+func ExampleMiddleware_Close() {
+	mw, _ := httpidem.New(httpidem.Options{})
+	h := mw.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	fmt.Println(mw.Close(context.Background()))
+	exchange(h, "POST", "/", "k", "")
+	// Output:
+	// <nil>
+	// 503 replayed=false {"type":"about:blank","title":"Service Unavailable","status":503,"detail":"The request could not be processed now; retry later."}
+}
+
+// Keys are scoped per tenant: the same key in two tenants runs twice.
+func ExampleOptions_tenant() {
+	mw, _ := httpidem.New(httpidem.Options{
+		// From authentication in a real service, not a header the client picks.
+		Tenant: func(r *http.Request) string { return r.Header.Get("X-Tenant") },
+	})
+	defer mw.Close(context.Background())
+	runs := 0
+	h := mw.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		runs++
+		fmt.Fprintf(w, "run %d for %s", runs, r.Header.Get("X-Tenant"))
+	}))
+	for _, tenant := range []string{"acme", "globex", "acme"} {
+		r := httptest.NewRequest("POST", "/", nil)
+		r.Header.Set("Idempotency-Key", "k-1")
+		r.Header.Set("X-Tenant", tenant)
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		fmt.Println(w.Body.String())
+	}
+	// Output:
+	// run 1 for acme
+	// run 2 for globex
+	// run 1 for acme
+}
+
+// 5xx responses are not stored: the retry runs the handler again. Other
+// statuses (a declined payment's 402) are replayed.
+func ExampleOptions_storeStatus() {
+	mw, _ := httpidem.New(httpidem.Options{
+		// The default: keep every status below 500.
+		StoreStatus: func(status int) bool { return status < 500 },
+	})
+	defer mw.Close(context.Background())
+	statuses := []int{http.StatusServiceUnavailable, http.StatusPaymentRequired, http.StatusCreated}
+	h := mw.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s := statuses[0]
+		statuses = statuses[1:]
+		w.WriteHeader(s)
+		io.WriteString(w, http.StatusText(s))
+	}))
+	for range 3 {
+		exchange(h, "POST", "/", "k", "")
+	}
+	// Output:
+	// 503 replayed=false Service Unavailable
+	// 402 replayed=false Payment Required
+	// 402 replayed=true Payment Required
+}
+
+// A duplicate that arrives while the first request runs gets 409 at once
+// (Settle 0, the default); with a settle time it waits for the response.
+func ExampleOptions_settle() {
+	started, release := make(chan struct{}), make(chan struct{})
+	slow := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		close(started)
+		<-release
+		io.WriteString(w, "done")
+	})
+	mw, _ := httpidem.New(httpidem.Options{})
+	defer mw.Close(context.Background())
+	h := mw.Handler(slow)
+	first := make(chan struct{})
+	go func() {
+		defer close(first)
+		exchange(h, "POST", "/", "k", "")
+	}()
+	<-started
+	exchange(h, "POST", "/", "k", "")
+	close(release)
+	<-first
+	// Output:
+	// 409 replayed=false {"type":"about:blank","title":"Conflict","status":409,"detail":"A request with the same Idempotency-Key is being processed; retry later."}
+	// 200 replayed=false done
+}
+
+// Logger receives handler panics, with their stack; the client gets 500
+// and the key is released.
+func ExampleOptions_logger() {
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil)) // your service's logger
+	mw, _ := httpidem.New(httpidem.Options{Logger: logger})
+	defer mw.Close(context.Background())
+	calls := 0
+	h := mw.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls++
+		if calls == 1 {
+			panic("bug")
+		}
+		io.WriteString(w, "ok")
+	}))
+	r := httptest.NewRequest("POST", "/", nil)
+	r.Header.Set("Idempotency-Key", "k")
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	fmt.Println(w.Code)
+	exchange(h, "POST", "/", "k", "") // the retry runs
+	// Output:
+	// 500
+	// 200 replayed=false ok
+}
+
+func ExampleParseKey() {
+	for _, v := range []string{
+		`"8e03978e-40d5-43e8-bc93-6894a57f9324"`, // the draft's form: a quoted string
+		`8e03978e-40d5-43e8-bc93-6894a57f9324`,   // bare, as many clients send it
+		`"a \"quoted\" key"`,
+		`""`,
+		`k1,k2`,
+	} {
+		k, err := httpidem.ParseKey(v)
+		fmt.Printf("%q %v\n", k, err)
+	}
+	// Output:
+	// "8e03978e-40d5-43e8-bc93-6894a57f9324" <nil>
+	// "8e03978e-40d5-43e8-bc93-6894a57f9324" <nil>
+	// "a \"quoted\" key" <nil>
+	// "" httpidem: malformed Idempotency-Key: "\"\"": empty
+	// "" httpidem: malformed Idempotency-Key: "k1,k2": a comma: one key per request
+}
+
+func ExampleStatusFor() {
+	fmt.Println(httpidem.StatusFor(httpidem.ErrMissingKey))
+	fmt.Println(httpidem.StatusFor(&idem.ConflictError{Key: "k", State: "in-progress"}))
+	fmt.Println(httpidem.StatusFor(idem.ErrFingerprintMismatch))
+	fmt.Println(httpidem.StatusFor(httpidem.ErrBodyTooLarge))
+	fmt.Println(httpidem.StatusFor(idem.ErrStoreUnavailable))
+	// Output:
+	// 400
+	// 409
+	// 422
+	// 413
+	// 503
+}
+
+func ExampleWriteProblem() {
+	w := httptest.NewRecorder()
+	httpidem.WriteProblem(w, nil, http.StatusBadRequest, httpidem.ErrMissingKey)
+	fmt.Println(w.Code, w.Header().Get("Content-Type"))
+	fmt.Print(w.Body.String())
+	// Output:
+	// 400 application/problem+json
+	// {"type":"about:blank","title":"Bad Request","status":400,"detail":"httpidem: Idempotency-Key header missing"}
+}

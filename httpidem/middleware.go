@@ -1,0 +1,228 @@
+package httpidem
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+
+	"github.com/idemrt/idem"
+	"github.com/idemrt/idem/store"
+)
+
+// Middleware makes requests with an Idempotency-Key header run once. Create
+// it with [New], wrap handlers with [Middleware.Handler], and
+// [Middleware.Close] it when done. It is safe for concurrent use.
+type Middleware struct {
+	o        Options
+	rt       *idem.Runtime
+	own      bool
+	methods  map[string]bool
+	opts     []idem.Option // the options shared by every call
+	close    sync.Once
+	closeErr error
+}
+
+// New returns a middleware. It fails with an error matching
+// idem.ErrInvalidArgument on an invalid option (a negative duration or
+// size, a blank method).
+func New(opts Options) (*Middleware, error) {
+	o, err := opts.resolve()
+	if err != nil {
+		return nil, err
+	}
+	m := &Middleware{o: o, rt: o.Runtime, methods: make(map[string]bool, len(o.Methods))}
+	for _, meth := range o.Methods {
+		m.methods[meth] = true
+	}
+	m.opts = []idem.Option{
+		idem.WithSettle(o.Settle),
+		idem.WithTTL(o.TTL),
+		idem.WithLease(o.Lease),
+		// Only what StoreStatus accepts is stored: the function returns no
+		// other error to keep, and a runtime-wide classifier must not
+		// promote one.
+		idem.WithClassifier(func(error) bool { return false }),
+	}
+	if m.rt == nil {
+		rt, err := idem.New(idem.Options{})
+		if err != nil {
+			return nil, fmt.Errorf("httpidem: start the idem runtime: %w", err)
+		}
+		m.rt, m.own = rt, true
+	}
+	return m, nil
+}
+
+// Close closes the runtime the middleware owns (none when Options.Runtime
+// was given): it waits, within ctx, for the handlers running to store their
+// responses. Requests that need a key are answered 503 after Close. Close is
+// idempotent.
+func (m *Middleware) Close(ctx context.Context) error {
+	m.close.Do(func() {
+		if m.own {
+			m.closeErr = m.rt.Close(ctx)
+		}
+	})
+	return m.closeErr
+}
+
+// Handler wraps next; it has the shape routers take for middleware
+// (func(http.Handler) http.Handler), so it works with net/http's ServeMux,
+// chi's Use and the like. It panics if next is nil.
+//
+// For a request whose method is one of Options.Methods and that carries an
+// Idempotency-Key header, next runs once per (tenant, key): see the package
+// documentation for what every other request with the key gets.
+func (m *Middleware) Handler(next http.Handler) http.Handler {
+	if next == nil {
+		panic("httpidem: Handler(nil)")
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		m.serve(w, r, next)
+	})
+}
+
+func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Handler) {
+	if !m.methods[r.Method] {
+		next.ServeHTTP(w, r)
+		return
+	}
+	values := r.Header.Values(HeaderKey)
+	switch {
+	case len(values) == 0 && m.o.Optional:
+		next.ServeHTTP(w, r)
+		return
+	case len(values) == 0:
+		m.fail(w, r, ErrMissingKey)
+		return
+	case len(values) > 1:
+		m.fail(w, r, fmt.Errorf("%w: %d Idempotency-Key headers; send one", ErrMalformedKey, len(values)))
+		return
+	}
+	key, err := ParseKey(values[0])
+	if err != nil {
+		m.fail(w, r, err)
+		return
+	}
+	tenant := ""
+	if m.o.Tenant != nil {
+		tenant = m.o.Tenant(r)
+	}
+	scoped := store.BuildKey(key, store.Scope{Namespace: tenant, Version: m.o.Version})
+	if err := store.ValidateKey(scoped); err != nil {
+		m.fail(w, r, fmt.Errorf("httpidem: tenant %q: %w", tenant, err))
+		return
+	}
+	body, err := m.readBody(w, r)
+	if err != nil {
+		m.fail(w, r, err)
+		return
+	}
+
+	// The handler may run after this request has returned (its client gone),
+	// so it gets a request of its own.
+	req := r.Clone(r.Context())
+	var how idem.Outcome
+	opts := append(m.opts[:len(m.opts):len(m.opts)],
+		idem.WithFingerprint(fingerprint(r, tenant, body)), idem.WithOutcome(&how))
+	resp, err := idem.Do(r.Context(), m.rt, scoped, func(ctx context.Context) (*response, error) {
+		return m.run(ctx, req, body, next, key, tenant)
+	}, opts...)
+	if err == nil {
+		resp.write(w, how != idem.Executed)
+		return
+	}
+	var un *unstored
+	if errors.As(err, &un) {
+		un.resp.write(w, false) // this request's own response, not kept
+		return
+	}
+	var pe *idem.PanicError
+	if errors.As(err, &pe) && how == idem.Executed {
+		if pe.Value == http.ErrAbortHandler {
+			panic(http.ErrAbortHandler) // abort the response, as the handler asked
+		}
+		m.o.Logger.Error("httpidem: handler panicked; the key is released",
+			"key", key, "tenant", tenant, "method", r.Method, "path", r.URL.Path,
+			"panic", fmt.Sprint(pe.Value), "stack", string(pe.Stack))
+	}
+	m.fail(w, r, err)
+}
+
+// run is idem.Do's function: it runs the handler against a recorder and
+// says whether its response is to be stored.
+func (m *Middleware) run(ctx context.Context, req *http.Request, body []byte, next http.Handler, key, tenant string) (*response, error) {
+	req = req.WithContext(ctx)
+	req.Body, req.GetBody = bodyReader(body), func() (io.ReadCloser, error) { return bodyReader(body), nil }
+	req.ContentLength, req.TransferEncoding = int64(len(body)), nil
+	rec := newRecorder()
+	next.ServeHTTP(rec, req)
+	resp := rec.result()
+	switch {
+	case !m.o.StoreStatus(resp.Status):
+		return nil, &unstored{resp: resp, reason: "StoreStatus refuses it"}
+	case len(resp.Body) > m.o.MaxStoredBody:
+		m.o.Logger.Warn("httpidem: response body too large to store; the key is released, so a retry runs the handler again",
+			"key", key, "tenant", tenant, "method", req.Method, "path", req.URL.Path,
+			"status", resp.Status, "bytes", len(resp.Body), "limit", m.o.MaxStoredBody)
+		return nil, &unstored{resp: resp, reason: fmt.Sprintf("body of %d bytes, over MaxStoredBody %d", len(resp.Body), m.o.MaxStoredBody)}
+	}
+	return resp, nil
+}
+
+func bodyReader(body []byte) io.ReadCloser {
+	if len(body) == 0 {
+		return http.NoBody
+	}
+	return io.NopCloser(bytes.NewReader(body))
+}
+
+// readBody reads the whole request body, at most MaxRequestBody bytes.
+func (m *Middleware) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	if r.Body == nil || r.Body == http.NoBody {
+		return nil, nil
+	}
+	limit := m.o.MaxRequestBody
+	tooLarge := fmt.Errorf("%w: over the %d-byte limit", ErrBodyTooLarge, limit)
+	if r.ContentLength > limit {
+		return nil, tooLarge
+	}
+	var buf bytes.Buffer
+	if r.ContentLength > 0 {
+		buf.Grow(int(r.ContentLength))
+	}
+	if _, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, limit)); err != nil {
+		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+			return nil, tooLarge
+		}
+		return nil, fmt.Errorf("%w: %v", ErrBodyRead, err)
+	}
+	return buf.Bytes(), nil
+}
+
+// fingerprint digests what makes a request the same request: its method,
+// path and query, tenant and body. Every field is length-prefixed, so no two
+// different requests give the same input to the hash.
+func fingerprint(r *http.Request, tenant string, body []byte) []byte {
+	h := sha256.New()
+	var n [8]byte
+	for _, f := range []string{"httpidem/1", r.Method, r.URL.EscapedPath(), r.URL.RawQuery, tenant} {
+		binary.BigEndian.PutUint64(n[:], uint64(len(f)))
+		h.Write(n[:])
+		h.Write([]byte(f))
+	}
+	sum := sha256.Sum256(body)
+	h.Write(sum[:])
+	return h.Sum(nil)
+}
+
+// fail answers with the middleware's own error response.
+func (m *Middleware) fail(w http.ResponseWriter, r *http.Request, err error) {
+	m.o.OnError(w, r, StatusFor(err), err)
+}

@@ -1,0 +1,155 @@
+package httpidem
+
+import (
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/idemrt/idem"
+	"github.com/idemrt/idem/store"
+)
+
+// Options configures a [Middleware]. The zero value is valid: every field
+// has a documented default, used when it is left zero. Negative values are
+// errors, never "no limit".
+type Options struct {
+	// Runtime runs each request once per key. Give every instance of a
+	// service a runtime on one shared store (store/redisstore) to share the
+	// guarantee between them.
+	// Default: a runtime of the middleware's own on the in-memory store,
+	// closed by Close.
+	Runtime *idem.Runtime
+
+	// Methods are the request methods the middleware applies to; others
+	// pass through untouched.
+	// Default: POST and PATCH (the methods that are not idempotent by
+	// themselves).
+	Methods []string
+
+	// Optional lets requests without an Idempotency-Key header pass through
+	// untouched (without idempotency).
+	// Default: false: they are answered 400.
+	Optional bool
+
+	// Tenant returns the tenant of a request (from its authentication, say).
+	// Keys are scoped per tenant: the same key in two tenants is two keys.
+	// Default: nil, every request in one unnamed tenant.
+	Tenant func(r *http.Request) string
+
+	// Version is the version segment of every key (store.BuildKey), to keep
+	// the keys of two APIs, or of two incompatible versions of one, apart
+	// when they share a runtime.
+	// Default: "http".
+	Version string
+
+	// Settle is how long a request waits for a request with the same key
+	// that is in flight, before it is answered 409. Waiters get the first
+	// request's response, marked as a replay.
+	// Default: 0: a duplicate of a request in flight gets 409 at once (the
+	// IETF draft's behaviour).
+	Settle time.Duration
+
+	// TTL is how long a response is kept and replayed.
+	// Default: 24h.
+	TTL time.Duration
+
+	// Lease is how long a request holds its key without renewal; it is
+	// renewed while the handler runs, so it only matters when a process
+	// dies mid-request: its key is taken over after this long.
+	// Default: 60s.
+	Lease time.Duration
+
+	// MaxRequestBody bounds the request body, which is read into memory
+	// for the fingerprint and handed to the handler from there. A larger
+	// body is answered 413 and the handler does not run.
+	// Default: 1 MiB.
+	MaxRequestBody int64
+
+	// MaxStoredBody bounds the response body that is stored. A larger
+	// response still goes to its client, but it is not stored: the key is
+	// released (a retry runs the handler again) and a warning is logged.
+	// Default: 1 MiB.
+	MaxStoredBody int
+
+	// StoreStatus says which response statuses are stored and replayed;
+	// the key of any other response is released, so a retry runs the
+	// handler again.
+	// Default: every status below 500 (2xx–4xx are outcomes; 5xx are
+	// faults to retry).
+	StoreStatus func(status int) bool
+
+	// OnError writes the middleware's own error responses (400, 409, 413,
+	// 422, 500, 503). status is StatusFor(err).
+	// Default: WriteProblem (application/problem+json).
+	OnError func(w http.ResponseWriter, r *http.Request, status int, err error)
+
+	// Logger receives handler panics (with their stack) at error level and
+	// responses too large to store at warn level.
+	// Default: slog.Default(). Pass slog.New(slog.DiscardHandler) to drop
+	// them.
+	Logger *slog.Logger
+}
+
+const (
+	defaultMaxBody = 1 << 20
+	defaultVersion = "http"
+)
+
+// resolve fills in defaults and rejects invalid values.
+func (o Options) resolve() (Options, error) {
+	bad := func(format string, args ...any) (Options, error) {
+		return o, fmt.Errorf("%w: httpidem: Options.%s", idem.ErrInvalidArgument, fmt.Sprintf(format, args...))
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"Settle", o.Settle}, {"TTL", o.TTL}, {"Lease", o.Lease}} {
+		if d.v < 0 {
+			return bad("%s is %v; it must not be negative (zero means the default)", d.name, d.v)
+		}
+		if d.v > store.MaxDuration {
+			return bad("%s is %v; it must be at most %v", d.name, d.v, store.MaxDuration)
+		}
+	}
+	if o.MaxRequestBody < 0 {
+		return bad("MaxRequestBody is %d; it must not be negative (zero means the default)", o.MaxRequestBody)
+	}
+	if o.MaxStoredBody < 0 {
+		return bad("MaxStoredBody is %d; it must not be negative (zero means the default)", o.MaxStoredBody)
+	}
+	for _, m := range o.Methods {
+		if m == "" || strings.ContainsFunc(m, func(r rune) bool { return r <= ' ' || r > '~' }) {
+			return bad("Methods holds %q, which is not a method", m)
+		}
+	}
+	if len(o.Methods) == 0 {
+		o.Methods = []string{http.MethodPost, http.MethodPatch}
+	}
+	if o.Version == "" {
+		o.Version = defaultVersion
+	}
+	if o.TTL == 0 {
+		o.TTL = 24 * time.Hour
+	}
+	if o.Lease == 0 {
+		o.Lease = 60 * time.Second
+	}
+	if o.MaxRequestBody == 0 {
+		o.MaxRequestBody = defaultMaxBody
+	}
+	if o.MaxStoredBody == 0 {
+		o.MaxStoredBody = defaultMaxBody
+	}
+	if o.StoreStatus == nil {
+		o.StoreStatus = func(status int) bool { return status < 500 }
+	}
+	if o.OnError == nil {
+		o.OnError = WriteProblem
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return o, nil
+}

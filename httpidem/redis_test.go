@@ -1,0 +1,128 @@
+package httpidem_test
+
+import (
+	"fmt"
+	"net/http"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/idemrt/idem"
+	"github.com/idemrt/idem/httpidem"
+	"github.com/idemrt/idem/internal/redistest"
+	"github.com/idemrt/idem/store/redisstore"
+)
+
+var prefixSeq atomic.Int64
+
+// redisRuntime returns a runtime on srv with a client of its own, as a
+// service instance has; runtimes with one prefix share their keys.
+func redisRuntime(t *testing.T, srv *redistest.Server, prefix string) *idem.Runtime {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	t.Cleanup(func() { c.Close() })
+	s, err := redisstore.New(bg, c, redisstore.Options{KeyPrefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return newRuntime(t, idem.Options{Store: s})
+}
+
+// 50 concurrent POSTs with one key, spread over two instances on one Redis:
+// one run, one response for all, 49 marked as replays.
+func TestRedisStorm(t *testing.T) {
+	srv := redistest.Start(t, redistest.Options{})
+	prefix := fmt.Sprintf("h%d:", prefixSeq.Add(1))
+	rtA, rtB := redisRuntime(t, srv, prefix), redisRuntime(t, srv, prefix)
+	p := newPayments()
+	tenant := func(r *http.Request) string { return r.Header.Get("X-Tenant") }
+	a, _ := serve(t, httpidem.Options{Runtime: rtA, Settle: 10 * time.Second, Tenant: tenant}, p)
+	b, _ := serve(t, httpidem.Options{Runtime: rtB, Settle: 10 * time.Second, Tenant: tenant}, p)
+	release := p.hold()
+	defer release()
+	const n = 50
+	replies := make(chan reply, n)
+	go func() { replies <- do(a, http.MethodPost, "/payments", "k", "pay 10", "X-Tenant", "acme") }()
+	p.waitStarted(t)
+	for i := range n - 1 {
+		srv := a
+		if i%2 == 1 {
+			srv = b
+		}
+		go func() { replies <- do(srv, http.MethodPost, "/payments", "k", "pay 10", "X-Tenant", "acme") }()
+	}
+	eventually(t, "49 parked requests", func() bool { return rtA.Stats().Waiters+rtB.Stats().Waiters == n-1 })
+	release()
+	var first string
+	replayed := 0
+	for range n {
+		r := <-replies
+		if r.err != nil || r.status != http.StatusCreated {
+			t.Fatalf("reply: %+v", r)
+		}
+		if first == "" {
+			first = r.body
+		}
+		if r.body != first || r.header.Get("Location") != "/payments/1" {
+			t.Fatalf("reply %q, want %q", r.body, first)
+		}
+		if r.replayed {
+			replayed++
+		}
+	}
+	if p.runs.Load() != 1 || replayed != n-1 {
+		t.Fatalf("%d runs, %d replays", p.runs.Load(), replayed)
+	}
+	// Another tenant, same key, on the other instance: its own run.
+	expect(t, "other tenant", post(t, b, "k", "pay 10", "X-Tenant", "globex"), http.StatusCreated, false, "")
+	expect(t, "first tenant again", post(t, b, "k", "pay 10", "X-Tenant", "acme"), http.StatusCreated, true, first)
+	if p.runs.Load() != 2 {
+		t.Fatalf("%d runs, want 2", p.runs.Load())
+	}
+}
+
+// A key reused with another body is 422 on Redis: held by another instance,
+// and after a restart (a new runtime on the same Redis), where the stored
+// response is still replayed to the same request.
+func TestRedisMismatchAndRestart(t *testing.T) {
+	srv := redistest.Start(t, redistest.Options{})
+	prefix := fmt.Sprintf("h%d:", prefixSeq.Add(1))
+	p := newPayments()
+
+	rt1 := redisRuntime(t, srv, prefix)
+	s1, _ := serve(t, httpidem.Options{Runtime: rt1}, p)
+	first := post(t, s1, "k1", "amount=10")
+	expect(t, "first", first, http.StatusCreated, false, "")
+
+	// In flight on instance 1, asked on instance 2.
+	rt2 := redisRuntime(t, srv, prefix)
+	s2, _ := serve(t, httpidem.Options{Runtime: rt2}, p)
+	release := p.hold()
+	defer release()
+	owner := make(chan reply, 1)
+	go func() { owner <- do(s1, http.MethodPost, "/payments", "k2", "amount=10") }()
+	p.waitStarted(t)
+	expectProblem(t, "in flight elsewhere, other body", post(t, s2, "k2", "amount=99"), http.StatusUnprocessableEntity)
+	expectProblem(t, "in flight elsewhere, same body", post(t, s2, "k2", "amount=10"), http.StatusConflict)
+	release()
+	expect(t, "owner of k2", <-owner, http.StatusCreated, false, "")
+
+	// Restart: instance 1 goes away; a new one comes up on the same Redis.
+	s1.Close()
+	if err := rt1.Close(bg); err != nil {
+		t.Fatal(err)
+	}
+	rt3 := redisRuntime(t, srv, prefix)
+	s3, _ := serve(t, httpidem.Options{Runtime: rt3}, p)
+	expectProblem(t, "after restart, other body", post(t, s3, "k1", "amount=99"), http.StatusUnprocessableEntity)
+	expect(t, "after restart, same body", post(t, s3, "k1", "amount=10"), http.StatusCreated, true, first.body)
+	// Now from rt3's cache.
+	expectProblem(t, "cached, other body", post(t, s3, "k1", "amount=99"), http.StatusUnprocessableEntity)
+	expect(t, "cached, same body", post(t, s3, "k1", "amount=10"), http.StatusCreated, true, first.body)
+	if p.runs.Load() != 2 {
+		t.Fatalf("%d runs, want 2", p.runs.Load())
+	}
+}
