@@ -97,11 +97,15 @@ func do[T any](ctx context.Context, rt *Runtime, key string, fn func(context.Con
 		v, err := result[T](key, c.fp, c.codec, hit)
 		return v, settledOutcome(Replayed, err), err
 	}
-	if !sh.Enter() {
-		rt.warnOverload(key)
-		return zero, NoOutcome, keyErr(key, ErrOverloaded)
+	// A call made from inside a function this runtime runs is part of a call
+	// already admitted: refusing it would fail the run that holds the slot.
+	if nested, _ := ctx.Value(nestedKey{}).(*Runtime); nested != rt {
+		if !sh.Enter() {
+			rt.warnOverload(key)
+			return zero, NoOutcome, keyErr(key, ErrOverloaded)
+		}
+		defer sh.Leave()
 	}
-	defer sh.Leave()
 	req := &actors.Request{
 		Key:         key,
 		Fingerprint: c.fp,
@@ -118,6 +122,7 @@ func do[T any](ctx context.Context, rt *Runtime, key string, fn func(context.Con
 	}
 	rep, err := rt.wait(ctx, sh, req, true)
 	if err != nil {
+		st.noteLeft()
 		return zero, NoOutcome, err
 	}
 	st.noteReply(rep)
@@ -188,7 +193,7 @@ func (rt *Runtime) wait(ctx context.Context, sh *actors.Shard, req *actors.Reque
 // execute runs fn as the key's owner, hands the outcome to the shard and
 // returns the shard's answer once the store has it.
 func execute[T any](ctx context.Context, rt *Runtime, sh *actors.Shard, req *actors.Request, tok store.Token, fn func(context.Context) (T, error), c *callOptions) (T, Outcome, error) {
-	runCtx, cancel := runContext(ctx)
+	runCtx, cancel := runContext(context.WithValue(ctx, nestedKey{}, rt))
 	req.SetCancel(cancel)
 	if ctx.Done() == nil {
 		// Nothing can cancel this caller: run fn on its own goroutine.
@@ -210,6 +215,9 @@ func execute[T any](ctx context.Context, rt *Runtime, sh *actors.Shard, req *act
 	var zero T
 	return zero, Executed, failure(req.Key, rep)
 }
+
+// nestedKey marks the context of a function the runtime runs.
+type nestedKey struct{}
 
 // runContext returns the context fn runs under: ctx's values and deadline,
 // without its cancellation, cancellable by the shard.
@@ -254,6 +262,12 @@ func run[T any](ctx context.Context, cancel context.CancelCauseFunc, sh *actors.
 		sh.Finish(f)
 	}()
 	v, err := fn(ctx)
+	if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		// fn stopped because the runtime stopped it: say why.
+		if cause := context.Cause(ctx); cause != nil && cause != ctx.Err() {
+			err = fmt.Errorf("%w (%w)", cause, err)
+		}
+	}
 	switch {
 	case err == nil:
 		data, encErr := c.codec.Marshal(v)
@@ -265,8 +279,13 @@ func run[T any](ctx context.Context, cancel context.CancelCauseFunc, sh *actors.
 		}
 		f.Kind, f.Value = actors.Success, v
 		f.Record.Value, f.Record.Fingerprint = data, c.fp
-	case IsPermanent(err) || (c.permanent != nil && c.permanent(err)):
+	case IsPermanent(err):
 		f.Kind, f.Err = actors.Permanent, err
+		f.Record = failedRecord(err, c.fp)
+	case c.permanent != nil && c.permanent(err):
+		// Classified permanent: mark it, so that IsPermanent says so to the
+		// owner and the waiters as it will to later replays.
+		f.Kind, f.Err = actors.Permanent, Permanent(err)
 		f.Record = failedRecord(err, c.fp)
 	default:
 		f.Kind, f.Err = actors.Transient, err

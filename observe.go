@@ -88,8 +88,10 @@ func (r Result) String() string {
 	return "unknown"
 }
 
-// classify turns a call's error into its Result.
-func classify(err error) Result {
+// classify turns a call's error into its Result. A context error counts as
+// canceled only when it is the caller's own context that ended (ctxErr);
+// a function that failed on its own timeout returned an error.
+func classify(err, ctxErr error) Result {
 	var pe *PanicError
 	var ce *CodecError
 	switch {
@@ -113,7 +115,7 @@ func classify(err error) Result {
 		return ResultClosed
 	case errors.Is(err, ErrInvalidKey), errors.Is(err, ErrInvalidArgument):
 		return ResultInvalid
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+	case ctxErr != nil && errors.Is(err, ctxErr):
 		return ResultCanceled
 	}
 	return ResultError
@@ -144,7 +146,7 @@ func observed[T any](ctx context.Context, rt *Runtime, key string, fn func(conte
 	}
 	var st callStats
 	v, out, err := do(ctx, rt, key, fn, c, &st)
-	ev := CallEvent{Namespace: ns, Outcome: out, Result: classify(err), Duration: time.Since(start),
+	ev := CallEvent{Namespace: ns, Outcome: out, Result: classify(err, ctx.Err()), Duration: time.Since(start),
 		Wait: st.wait, Run: st.run, Fence: st.fence}
 	if rt.opts.ObserveKeys {
 		ev.Key = key
@@ -183,6 +185,14 @@ func (st *callStats) noteReply(rep actors.Reply) {
 	}
 	if rep.Kind == actors.Grant {
 		st.fence = rep.Token.Fence
+	}
+}
+
+// noteLeft records a caller that gave up waiting (its context ended): it
+// waited all that time.
+func (st *callStats) noteLeft() {
+	if st != nil {
+		st.wait, st.waited = time.Since(st.sent), true
 	}
 }
 

@@ -275,6 +275,7 @@ func (s *Shard) claimed(e *entry, o *op) {
 	cand := e.owner
 	e.owner = nil
 	if o.Err != nil {
+		s.warnStore("claim", e.key, o.Err)
 		rep := Reply{Kind: Failed, Code: FailStore, Op: store.OpClaim, Err: o.Err}
 		s.reply(cand, rep)
 		s.failWaiters(e, rep)
@@ -310,7 +311,6 @@ func (s *Shard) claimed(e *entry, o *op) {
 		e.left, e.leaseAt = res.LeaseLeft, s.now()
 		if cand.where == candidate {
 			cand.where = parked
-			cand.waited = true
 			e.waiters = append(e.waiters, nil)
 			copy(e.waiters[1:], e.waiters)
 			e.waiters[0] = cand
@@ -318,6 +318,9 @@ func (s *Shard) claimed(e *entry, o *op) {
 			s.nWaiters.Add(1)
 		}
 		s.filter(e)
+		if cand.where == parked {
+			cand.waited = true // it stays: it waits for the other instance
+		}
 		if len(e.waiters) == 0 {
 			s.deleteEntry(e)
 			return

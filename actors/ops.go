@@ -80,16 +80,19 @@ func (s *Shard) flush(batch []*op) {
 		store.Run(ctx, st, ops)
 		took := time.Since(start)
 		cancel()
+		var ev BatchEvent
 		if observe != nil {
-			ev := BatchEvent{Shard: s.index, Ops: len(ops), Duration: took}
+			ev = BatchEvent{Shard: s.index, Ops: len(ops), Duration: took}
 			for _, op := range ops {
 				if op.Err != nil && !store.IsContract(op.Err) {
 					ev.Failed++
 				}
 			}
-			observe(ev)
 		}
 		s.send(&batchDone{ops: batch})
+		if observe != nil {
+			observe(ev) // after the results went back: the shard does not wait for it
+		}
 	})
 }
 

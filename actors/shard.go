@@ -79,6 +79,22 @@ type Shard struct {
 	nWaiters atomic.Int64
 	nBatches atomic.Int64
 	nOps     atomic.Int64
+
+	lastStoreWarn time.Time // owned by the actor: rate of store warnings
+}
+
+// warnStore logs a store failure, at most once a second per shard: during
+// an outage every call fails the same way.
+func (s *Shard) warnStore(op, key string, err error) {
+	if store.IsContract(err) {
+		return
+	}
+	now := time.Now()
+	if now.Sub(s.lastStoreWarn) < time.Second {
+		return
+	}
+	s.lastStoreWarn = now
+	s.cfg.Logger.Warn("idem: store "+op+" failed; callers get ErrStoreUnavailable", "key", key, "err", err)
 }
 
 func newShard(cfg *Config) *Shard {

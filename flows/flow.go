@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/idemrt/idem"
@@ -41,8 +42,9 @@ func New[S any](name string, steps ...Stepper[S]) (*Flow[S], error) {
 		return nil, errorf("flow %q has no steps", name)
 	}
 	seen := map[string]bool{}
+	own := make([]Stepper[S], len(steps))
 	for i, st := range steps {
-		if st == nil || isNilStep(st) {
+		if st == nil || st.isNil() {
 			return nil, errorf("flow %q: step %d is nil", name, i)
 		}
 		n := st.stepName()
@@ -53,20 +55,14 @@ func New[S any](name string, steps ...Stepper[S]) (*Flow[S], error) {
 			return nil, errorf("flow %q: two steps are named %q", name, n)
 		}
 		seen[n] = true
-		if err := st.check(); err != nil {
+		// The flow keeps its own copy: changing a step after New (adding a
+		// hook, say) changes nothing in the flow, which stays as checked.
+		own[i] = st.snapshot()
+		if err := own[i].check(); err != nil {
 			return nil, fmt.Errorf("flow %q: %w", name, err)
 		}
 	}
-	return &Flow[S]{name: name, steps: append([]Stepper[S](nil), steps...)}, nil
-}
-
-// isNilStep reports a typed nil (a nil *StepDef in the interface).
-func isNilStep[S any](st Stepper[S]) bool {
-	switch v := st.(type) {
-	case *StepDef[S]:
-		return v == nil
-	}
-	return false
+	return &Flow[S]{name: name, steps: own}, nil
 }
 
 // Must returns f, or panics if err is not nil: for flows declared at
@@ -207,6 +203,15 @@ func stepSettle(d time.Duration) time.Duration {
 	return store.MaxDuration
 }
 
+// escapeName writes '%' as "%25" and ':' as "%3A", so that a flow name
+// never runs into the key after it.
+func escapeName(name string) string {
+	if !strings.ContainsAny(name, "%:") {
+		return name
+	}
+	return strings.NewReplacer("%", "%25", ":", "%3A").Replace(name)
+}
+
 func checkStepOptions(step string, o StepOptions) error {
 	for _, d := range []struct {
 		n string
@@ -226,7 +231,10 @@ func checkStepOptions(step string, o StepOptions) error {
 // step; a duplicate while it runs waits (RunOptions.Settle / Wait) or fails
 // with idem.ErrConflict. Each idempotent step is its own idem key within
 // the run's scope. A step's error is returned as a *StepError; if it is
-// permanent the workflow's record stores it too.
+// permanent the run's record keeps it, and every later run with the key
+// gets it back (from another process, as a *StepError whose cause is an
+// *idem.ReplayedError with the original message). On error, Run returns
+// input unchanged.
 func (f *Flow[S]) Run(ctx context.Context, rt *idem.Runtime, input S, opts RunOptions[S]) (S, error) {
 	if rt == nil {
 		return input, errorf("flow %q: Run with a nil runtime", f.name)
@@ -249,10 +257,20 @@ func (f *Flow[S]) Run(ctx context.Context, rt *idem.Runtime, input S, opts RunOp
 			return input, errorf("flow %q: KeyFunc returned an empty key", f.name)
 		}
 	}
-	if key == "" {
-		return f.steps1(ctx, x, input)
+	// The steps get a private copy of the input: a step that changes the
+	// state in place must not reach the caller's value, nor a cached one.
+	start, err := clone(input)
+	if err != nil {
+		return input, fmt.Errorf("flows: %s: the state does not round-trip through JSON: %w", f.name, err)
 	}
-	scoped := store.BuildKey("flow:"+f.name+":"+key, x.scope)
+	if key == "" {
+		out, err := f.steps1(ctx, x, start)
+		if err != nil {
+			return input, err
+		}
+		return out, nil
+	}
+	scoped := store.BuildKey("flow:"+escapeName(f.name)+":"+key, x.scope)
 	if err := store.ValidateKey(scoped); err != nil {
 		return input, fmt.Errorf("flows: %s: workflow key %q: %w", f.name, key, err)
 	}
@@ -269,17 +287,55 @@ func (f *Flow[S]) Run(ctx context.Context, rt *idem.Runtime, input S, opts RunOp
 	if opts.Lease > 0 {
 		wopts = append(wopts, idem.WithLease(opts.Lease))
 	}
-	if opts.Classifier != nil {
-		wopts = append(wopts, idem.WithClassifier(opts.Classifier))
-	}
 	wopts = append(wopts, idem.WithFingerprint(x.fingerprint("")))
-	out, err := idem.Do(ctx, rt, scoped, func(ctx context.Context) (S, error) {
-		return f.steps1(ctx, x, input)
+	res, err := idem.Do(ctx, rt, scoped, func(ctx context.Context) (runResult[S], error) {
+		out, err := f.steps1(ctx, x, start)
+		if err == nil {
+			return runResult[S]{State: out}, nil
+		}
+		if !x.permanent(err) {
+			return runResult[S]{}, err // transient: the run's key is released
+		}
+		// A permanent failure is the run's outcome: kept as the run's
+		// record, with the step it came from, so that every later run gets
+		// it back as a *StepError.
+		r := runResult[S]{Failed: &storedFailure{Message: err.Error(), Item: -1}, err: err}
+		var se *StepError
+		if errors.As(err, &se) {
+			r.Failed.Step, r.Failed.Item, r.Failed.Message = se.Step, se.Item, se.Err.Error()
+		}
+		return r, nil
 	}, wopts...)
-	if err != nil {
-		return out, err
+	switch {
+	case err != nil:
+		return input, err
+	case res.Failed != nil && res.err != nil:
+		return input, res.err // this process still has the error itself
+	case res.Failed != nil:
+		return input, &StepError{Flow: f.name, Step: res.Failed.Step, Item: res.Failed.Item,
+			Err: &idem.ReplayedError{Key: scoped, Message: res.Failed.Message}}
 	}
-	return clone(out)
+	return clone(res.State)
+}
+
+// runResult is what a run with a workflow key stores: its final state, or
+// the permanent failure of one of its steps.
+type runResult[S any] struct {
+	State  S              `json:"state"`
+	Failed *storedFailure `json:"failed,omitempty"`
+	err    error          // the failure's own error value, in the process that ran it
+}
+
+// storedFailure is a step's permanent error as stored.
+type storedFailure struct {
+	Step    string `json:"step"`
+	Item    int    `json:"item"`
+	Message string `json:"message"`
+}
+
+// permanent reports whether a step's error is permanent for this run.
+func (x *exec[S]) permanent(err error) bool {
+	return idem.IsPermanent(err) || (x.opts.Classifier != nil && x.opts.Classifier(err))
 }
 
 // steps1 runs every step in order.

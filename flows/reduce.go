@@ -17,7 +17,8 @@ type ReduceDef[S, I any] struct {
 // Reduce returns a step that folds fn over the items of a slice in the
 // state: the state after each item is the input of the next. With
 // Idempotent, each item runs once per key, so a retry of the flow replays
-// the items that completed and runs only the rest.
+// the items that completed and runs only the rest. An item whose key
+// another item of the same fold already used is skipped.
 func Reduce[S, I any](name string, items func(S) []I, fn func(ctx context.Context, s S, item I) (S, error)) *ReduceDef[S, I] {
 	return &ReduceDef[S, I]{name: name, items: items, fn: fn}
 }
@@ -44,6 +45,15 @@ func (d *ReduceDef[S, I]) OnAfter(h func(context.Context, S, I) error) *ReduceDe
 
 func (d *ReduceDef[S, I]) stepName() string { return d.name }
 
+func (d *ReduceDef[S, I]) isNil() bool { return d == nil }
+
+func (d *ReduceDef[S, I]) snapshot() Stepper[S] {
+	c := *d
+	c.before = append([]func(context.Context, S, I) error(nil), d.before...)
+	c.after = append([]func(context.Context, S, I) error(nil), d.after...)
+	return &c
+}
+
 func (d *ReduceDef[S, I]) check() error {
 	switch {
 	case d.items == nil:
@@ -62,7 +72,11 @@ func (d *ReduceDef[S, I]) check() error {
 }
 
 func (d *ReduceDef[S, I]) run(ctx context.Context, x *exec[S], s S) (S, error) {
+	var done map[string]bool // keys handled in this run
 	for i, item := range d.items(s) {
+		if err := ctx.Err(); err != nil {
+			return s, itemError(d.name, i, err)
+		}
 		body := func(ctx context.Context, s S) (S, error) {
 			for _, h := range d.before {
 				if err := h(ctx, s, item); err != nil {
@@ -84,7 +98,18 @@ func (d *ReduceDef[S, I]) run(ctx context.Context, x *exec[S], s S) (S, error) {
 		if d.key == nil {
 			s, err = body(ctx, s)
 		} else {
-			s, err = x.once(ctx, d.name, d.key(s, item), d.opts, s, body)
+			key := d.key(s, item)
+			if done[key] {
+				// The same key twice in one fold: its side effect is done,
+				// and replaying its state would undo the items since.
+				continue
+			}
+			if s, err = x.once(ctx, d.name, key, d.opts, s, body); err == nil {
+				if done == nil {
+					done = map[string]bool{}
+				}
+				done[key] = true
+			}
 		}
 		if err != nil {
 			return s, itemError(d.name, i, err)

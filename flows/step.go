@@ -11,6 +11,8 @@ type Stepper[S any] interface {
 	stepName() string
 	run(ctx context.Context, x *exec[S], s S) (S, error)
 	check() error
+	isNil() bool
+	snapshot() Stepper[S]
 }
 
 // StepOptions adjust an idempotent step. Zero values mean the runtime's
@@ -70,6 +72,15 @@ func (d *StepDef[S]) OnAfter(h func(context.Context, S) error) *StepDef[S] {
 }
 
 func (d *StepDef[S]) stepName() string { return d.name }
+
+func (d *StepDef[S]) isNil() bool { return d == nil }
+
+func (d *StepDef[S]) snapshot() Stepper[S] {
+	c := *d
+	c.before = append([]func(context.Context, S) error(nil), d.before...)
+	c.after = append([]func(context.Context, S) error(nil), d.after...)
+	return &c
+}
 
 func (d *StepDef[S]) check() error {
 	if d.fn == nil {

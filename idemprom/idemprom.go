@@ -158,6 +158,11 @@ func (c *Collector) OnCall(ev idem.CallEvent) {
 		}
 		return
 	}
+	if !c.nsLabel { // a value this collector does not know yet
+		c.calls.WithLabelValues(ev.Outcome.String(), ev.Result.String()).Inc()
+		c.callDur0.Observe(ev.Duration.Seconds())
+		return
+	}
 	c.calls.WithLabelValues(ev.Outcome.String(), ev.Result.String(), ev.Namespace).Inc()
 	c.callDur.WithLabelValues(ev.Namespace).Observe(ev.Duration.Seconds())
 	if ev.Wait > 0 {

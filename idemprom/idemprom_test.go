@@ -204,14 +204,23 @@ func TestStoreMetrics(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	fams := scrape(t, url)
-	batches := value(t, fams, "idem_store_round_trip_seconds", nil)
+	// A batch is observed just after its results go back to the shard, so
+	// the last one may still be on its way.
+	var batches, ops float64
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		fams := scrape(t, url)
+		batches, ops = value(t, fams, "idem_store_round_trip_seconds", nil), 0
+		for _, m := range fams["idem_store_batch_operations"].Metric {
+			ops += m.Histogram.GetSampleSum()
+		}
+		if ops == 40 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 	if batches < 2 || batches > 40 {
 		t.Fatalf("store round trips: %v for 20 keys (40 operations)", batches)
-	}
-	var ops float64
-	for _, m := range fams["idem_store_batch_operations"].Metric {
-		ops += m.Histogram.GetSampleSum()
 	}
 	if ops != 40 || float64(rt.Stats().Batches) != batches {
 		t.Fatalf("operations in batches: %v (want 40); batches %v vs the runtime's %d", ops, batches, rt.Stats().Batches)
