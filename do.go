@@ -36,7 +36,8 @@ import (
 // treat it as read-only.
 //
 // Available options: [WithTTL], [WithLease], [WithSettle], [WithFingerprint],
-// [WithCodec], [WithOutcome], [WithClassifier].
+// [WithCodec], [WithOutcome], [WithClassifier], [WithOwnerWaits],
+// [WithoutRenewal].
 func Do[T any](ctx context.Context, rt *Runtime, key string, fn func(context.Context) (T, error), opts ...Option) (T, error) {
 	if rt == nil {
 		var zero T
@@ -112,6 +113,7 @@ func do[T any](ctx context.Context, rt *Runtime, key string, fn func(context.Con
 		Lease:       c.lease,
 		TTL:         c.ttl,
 		Settle:      c.settle,
+		NoRenew:     c.noRenew,
 		Reply:       make(chan actors.Reply, 1),
 	}
 	if st != nil {
@@ -195,8 +197,9 @@ func (rt *Runtime) wait(ctx context.Context, sh *actors.Shard, req *actors.Reque
 func execute[T any](ctx context.Context, rt *Runtime, sh *actors.Shard, req *actors.Request, tok store.Token, fn func(context.Context) (T, error), c *callOptions) (T, Outcome, error) {
 	runCtx, cancel := runContext(context.WithValue(ctx, nestedKey{}, rt))
 	req.SetCancel(cancel)
-	if ctx.Done() == nil {
-		// Nothing can cancel this caller: run fn on its own goroutine.
+	if ctx.Done() == nil || c.ownerWaits {
+		// Nothing can cancel this caller (or it asked to stay): run fn on
+		// its own goroutine.
 		run(runCtx, cancel, sh, req, tok, fn, c)
 	} else {
 		// Run fn apart, so that Do can return when ctx ends while fn goes

@@ -167,6 +167,8 @@ type callOptions struct {
 	codec              Codec
 	outcome            *Outcome
 	permanent          func(error) bool
+	ownerWaits         bool
+	noRenew            bool
 	err                error
 }
 
@@ -244,6 +246,27 @@ func WithCodec(codec Codec) Option {
 // WithOutcome makes Do store how it got its answer in *o.
 func WithOutcome(o *Outcome) Option {
 	return func(c *callOptions) { c.outcome = o }
+}
+
+// WithOwnerWaits makes the owner's call return only once its function has
+// returned and its result is handled, even if the caller's context ends
+// first (the function still runs detached from that cancellation). Use it
+// when the context carries state that must stay valid while the function
+// runs, as an HTTP request's router state does until its handler returns.
+// Callers that wait for another caller's run still leave when their context
+// ends.
+func WithOwnerWaits() Option {
+	return func(c *callOptions) { c.ownerWaits = true }
+}
+
+// WithoutRenewal makes the lease a hard limit: it is not renewed while the
+// function runs, so a run that outlasts it (a hung function in a live
+// process, too) can be taken over by another caller, and its own result is
+// then refused with ErrLeaseLost. That is the semantics of a lock with a
+// TTL; by default the lease is renewed every third of it and only a process
+// that stopped renewing loses its keys.
+func WithoutRenewal() Option {
+	return func(c *callOptions) { c.noRenew = true }
 }
 
 // WithClassifier sets which errors of this call's function are permanent,

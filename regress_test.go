@@ -246,3 +246,54 @@ func TestForgetRacingClose(t *testing.T) {
 		t.Fatalf("a Forget racing Close(bg) got no answer (only its own ctx deadline ended it)")
 	}
 }
+
+// WithoutRenewal makes the lease a hard limit: a function that hangs in a
+// live process is taken over when its lease ends, and its late result is
+// refused.
+func TestWithoutRenewal(t *testing.T) {
+	clk := fakeClock()
+	rt := newRuntime(t, idem.Options{Clock: clk, Store: memStore(clk)})
+	g := newGate()
+	hung := goDo(bg, rt, "k", g.fn("late", nil), idem.WithLease(time.Second), idem.WithoutRenewal())
+	<-g.started
+	for i := 0; i < 20; i++ {
+		clk.Advance(200 * time.Millisecond)
+		time.Sleep(time.Millisecond)
+	}
+	v, err := idem.Do(bg, rt, "k", value("taken over"), idem.WithSettle(time.Hour))
+	if err != nil || v != "taken over" {
+		t.Fatalf("after the lease: %q %v", v, err)
+	}
+	close(g.open)
+	if r := recv(t, hung); !errors.Is(r.err, idem.ErrLeaseLost) {
+		t.Fatalf("the hung owner's late result: %+v, want ErrLeaseLost", r)
+	}
+}
+
+// WithOwnerWaits keeps the owner's call until its function has returned,
+// even after the caller's context ended.
+func TestWithOwnerWaits(t *testing.T) {
+	rt := newRuntime(t, idem.Options{})
+	ctx, cancel := context.WithCancel(bg)
+	var finished atomic.Bool
+	started := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		_, err := idem.Do(ctx, rt, "k", func(fctx context.Context) (string, error) {
+			close(started)
+			time.Sleep(50 * time.Millisecond)
+			finished.Store(true)
+			return "v", fctx.Err()
+		}, idem.WithOwnerWaits())
+		done <- err
+	}()
+	<-started
+	cancel()
+	<-done
+	if !finished.Load() {
+		t.Fatal("the owner's call returned before its function")
+	}
+	if v, err := idem.Do(bg, rt, "k", mustNotRun(t)); err != nil || v != "v" {
+		t.Fatalf("stored result: %q %v", v, err)
+	}
+}

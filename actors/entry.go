@@ -104,12 +104,15 @@ func (s *Shard) onRequest(r *Request) {
 			s.reply(r, Reply{Kind: Failed, Code: FailMismatch})
 			return
 		}
-		if r.Settle == 0 {
+		if r.Settle == 0 && !s.leaseEnded(e) {
 			s.reply(r, s.conflict(e))
 			return
 		}
 	}
 	s.park(e, r)
+	if s.leaseEnded(e) {
+		s.letGo(e)
+	}
 }
 
 // conflict is the answer to a caller that may not wait for e any longer.
@@ -352,6 +355,14 @@ func (s *Shard) grant(e *entry, owner *Request) {
 	s.filter(e)
 	s.reply(owner, Reply{Kind: Grant, Token: e.token})
 	owner.where = owning
+	if owner.NoRenew {
+		// A hard lease: when it ends, the key goes to the next caller.
+		e.lease = owner.Lease
+		e.timer.kind = timerLeaseEnd
+		s.timers.schedule(&e.timer, e.leaseAt.Add(e.lease))
+		s.rearm()
+		return
+	}
 	if owner.Lease != e.lease {
 		// Handed over from an owner with another lease: renew with the new
 		// owner's lease at once.
@@ -364,13 +375,42 @@ func (s *Shard) grant(e *entry, owner *Request) {
 	s.scheduleRenew(e)
 }
 
+// leaseEnded reports whether e's owner runs under a hard lease (no
+// renewal) that has ended.
+func (s *Shard) leaseEnded(e *entry) bool {
+	return e.phase == phRunning && e.owner != nil && e.owner.NoRenew &&
+		!s.now().Before(e.leaseAt.Add(e.lease))
+}
+
+// letGo takes the key from an owner whose hard lease ended, when callers
+// wait for it: its function is told to stop, its result will be refused
+// with ErrLeaseLost, and the next caller claims the key (a takeover, since
+// the store's lease has ended too).
+func (s *Shard) letGo(e *entry) {
+	if len(e.waiters) == 0 {
+		return // nobody to hand it to; a caller that comes later will
+	}
+	owner := e.owner
+	owner.expired = true
+	owner.stop(store.ErrLeaseLost)
+	s.cfg.Logger.Warn("idem: a function outlived its lease (no renewal); the key is taken over", "key", e.key)
+	e.owner = nil
+	s.timers.cancel(&e.timer)
+	s.restart(e)
+}
+
 func (s *Shard) onFinish(f *Finish) {
 	r := f.Req
 	e := s.entries[r.Key]
 	if e == nil || e.owner != r || e.phase != phRunning {
-		// The shard let go of this owner (shutdown): nothing can be stored,
-		// unless the owner stored it itself and has its answer.
-		if !f.Stored {
+		// The shard let go of this owner (its hard lease ended, or
+		// shutdown): nothing can be stored, unless the owner stored it
+		// itself and has its answer.
+		switch {
+		case f.Stored:
+		case r.expired:
+			s.reply(r, Reply{Kind: Failed, Code: FailLeaseLost, Op: store.OpComplete, Err: store.ErrLeaseLost})
+		default:
 			s.reply(r, Reply{Kind: Failed, Code: FailClosed})
 		}
 		return

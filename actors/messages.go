@@ -20,7 +20,9 @@ type Request struct {
 	// Settle is how long the caller may wait for another owner; zero fails
 	// at once with FailConflict; Forever waits as long as the caller does.
 	Settle time.Duration
-	Reply  chan Reply
+	// NoRenew keeps the lease from being renewed while the owner runs.
+	NoRenew bool
+	Reply   chan Reply
 	// Fin is where the owner writes its Finish (one allocation for both).
 	Fin Finish
 
@@ -37,6 +39,7 @@ type Request struct {
 	where    where
 	deadline time.Time // end of the settle time, once the caller waits
 	waited   bool      // the request was parked at some point
+	expired  bool      // an owner whose unrenewed lease ended: the shard let go of it
 }
 
 // Finishing tells the shard that the owner is about to complete the key in

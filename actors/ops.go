@@ -167,6 +167,10 @@ func (s *Shard) onTimer(it *timerItem) {
 		if e := it.e; e.phase == phRemote {
 			s.reclaim(e)
 		}
+	case timerLeaseEnd:
+		if e := it.e; s.entries[e.key] == e && s.leaseEnded(e) {
+			s.letGo(e)
+		}
 	case timerRetry:
 		if e := it.e; e.phase == phFinishing {
 			s.complete(e)

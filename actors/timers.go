@@ -8,10 +8,11 @@ import (
 type timerKind uint8
 
 const (
-	timerSettle  timerKind = iota + 1 // the earliest settle time of an entry's callers ends
-	timerRenew                        // extend the owner's lease
-	timerReclaim                      // re-claim a key held elsewhere
-	timerRetry                        // repeat a Complete the store failed
+	timerSettle   timerKind = iota + 1 // the earliest settle time of an entry's callers ends
+	timerRenew                         // extend the owner's lease
+	timerReclaim                       // re-claim a key held elsewhere
+	timerRetry                         // repeat a Complete the store failed
+	timerLeaseEnd                      // an owner's unrenewed lease ends
 )
 
 // timerItem is one deadline in a shard's timer heap. Entries embed two: one

@@ -91,7 +91,7 @@ func (b *Bus) Use(behaviours ...Behaviour) error {
 		return fmt.Errorf("%w: cqrs: Use on a nil *Bus", idem.ErrInvalidArgument)
 	}
 	for i, bh := range behaviours {
-		if bh == nil {
+		if bh == nil || isNilPointer(bh) {
 			return fmt.Errorf("%w: cqrs: Use: behaviour %d is nil", idem.ErrInvalidArgument, i)
 		}
 	}
@@ -99,6 +99,16 @@ func (b *Bus) Use(behaviours ...Behaviour) error {
 	defer b.mu.Unlock()
 	b.behaviours = append(slices.Clip(b.behaviours), behaviours...)
 	return nil
+}
+
+// isNilPointer reports a typed nil (a nil *Idempotency in the interface).
+func isNilPointer(v any) bool {
+	rv := reflect.ValueOf(v)
+	switch rv.Kind() {
+	case reflect.Pointer, reflect.Func, reflect.Map, reflect.Slice, reflect.Interface, reflect.Chan:
+		return rv.IsNil()
+	}
+	return false
 }
 
 // HandleCommand registers h as the handler of commands of type C, which
@@ -131,6 +141,15 @@ func register[M, R any](b *Bus, kind Kind, h func(context.Context, M) (R, error)
 	defer b.mu.Unlock()
 	if old := b.handlers[typ]; old != nil {
 		return fmt.Errorf("%w: %s already has a %s handler", ErrDuplicateHandler, name, old.kind)
+	}
+	for t, old := range b.handlers {
+		if old.name == name {
+			// Two types with one name (types declared in functions): the
+			// name is what fingerprints a command, so they would be taken
+			// for each other.
+			return fmt.Errorf("%w: %s names two types (%v and %v); declare them at package level with distinct names",
+				ErrDuplicateHandler, name, t, typ)
+		}
 	}
 	if b.handlers == nil {
 		b.handlers = make(map[reflect.Type]*handler)
@@ -221,13 +240,27 @@ func asResult[R any](name string, res any) (R, error) {
 	return r, nil
 }
 
-// typeName names a message type with its package path.
+// typeName names a message type with the package path of every named type
+// in it, so that []*text/template.Template and []*html/template.Template
+// differ.
 func typeName(t reflect.Type) string {
-	switch {
-	case t.Name() != "" && t.PkgPath() != "":
-		return t.PkgPath() + "." + t.Name()
-	case t.Kind() == reflect.Pointer:
+	if t.Name() != "" {
+		if t.PkgPath() != "" {
+			return t.PkgPath() + "." + t.Name()
+		}
+		return t.Name()
+	}
+	switch t.Kind() {
+	case reflect.Pointer:
 		return "*" + typeName(t.Elem())
+	case reflect.Slice:
+		return "[]" + typeName(t.Elem())
+	case reflect.Array:
+		return fmt.Sprintf("[%d]%s", t.Len(), typeName(t.Elem()))
+	case reflect.Map:
+		return "map[" + typeName(t.Key()) + "]" + typeName(t.Elem())
+	case reflect.Chan:
+		return t.ChanDir().String() + " " + typeName(t.Elem())
 	}
 	return t.String()
 }

@@ -23,10 +23,11 @@ type IdempotencyOptions struct {
 	// closed by Close.
 	Runtime *idem.Runtime
 
-	// LockTTL is how long a command's lock holds without renewal. The lock
-	// is renewed every third of it while the handler runs, so it only
-	// expires when its holder stopped (crashed, hung on a dead store): then
-	// the next dispatch takes the command over.
+	// LockTTL is how long a command's lock holds. It is not renewed: a
+	// holder that has not finished within it (crashed, or hung in a live
+	// process) is taken over by the next dispatch, and its own late result
+	// is refused with idem.ErrLeaseLost. Set it above the longest a handler
+	// may take.
 	// Default: 60s.
 	LockTTL time.Duration
 
@@ -86,6 +87,9 @@ func NewIdempotency(opts IdempotencyOptions) (*Idempotency, error) {
 		opts: []idem.Option{
 			idem.WithSettle(0), // fail fast while another holder has the lock
 			idem.WithLease(opts.LockTTL),
+			// A lock with a TTL: a holder that never finishes, even in a
+			// live process, is taken over after LockTTL.
+			idem.WithoutRenewal(),
 			idem.WithTTL(opts.ProcessedTTL),
 			// Nothing but a success is stored: a runtime-wide classifier
 			// must not make a handler's error permanent.

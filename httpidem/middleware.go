@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"runtime/debug"
 	"sync"
 
 	"github.com/idemrt/idem"
@@ -48,6 +49,14 @@ func New(opts Options) (*Middleware, error) {
 		// other error to keep, and a runtime-wide classifier must not
 		// promote one.
 		idem.WithClassifier(func(error) bool { return false }),
+		// The handler runs on the request's own goroutine, to the end, even
+		// if the client leaves: routers keep per-request state in the
+		// context (chi recycles it when ServeHTTP returns), so the request
+		// must not return while its handler still reads it.
+		idem.WithOwnerWaits(),
+		// Header values may hold bytes that are not UTF-8 (obs-text): gob
+		// keeps them as they are; JSON would not.
+		idem.WithCodec(gobCodec{}),
 	}
 	if m.rt == nil {
 		rt, err := idem.New(idem.Options{})
@@ -61,8 +70,8 @@ func New(opts Options) (*Middleware, error) {
 
 // Close closes the runtime the middleware owns (none when Options.Runtime
 // was given): it waits, within ctx, for the handlers running to store their
-// responses. Requests that need a key are answered 503 after Close. Close is
-// idempotent.
+// responses; requests that need a key are answered 503 after it. A runtime
+// given in Options is the caller's to close. Close is idempotent.
 func (m *Middleware) Close(ctx context.Context) error {
 	m.close.Do(func() {
 		if m.own {
@@ -115,6 +124,12 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 		tenant = m.o.Tenant(r)
 	}
 	scoped := store.BuildKey(key, store.Scope{Namespace: tenant, Version: m.o.Version})
+	if held, _ := r.Context().Value(heldKey{}).(held); held.rt == m.rt && held.key == scoped {
+		// Wrapped twice on one route: the outer layer holds the key and
+		// handles it; this one only passes the request on.
+		next.ServeHTTP(w, r)
+		return
+	}
 	if err := store.ValidateKey(scoped); err != nil {
 		m.fail(w, r, fmt.Errorf("httpidem: tenant %q: %w", tenant, err))
 		return
@@ -125,14 +140,13 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 		return
 	}
 
-	// The handler may run after this request has returned (its client gone),
-	// so it gets a request of its own.
-	req := r.Clone(r.Context())
+	req := r.Clone(context.WithValue(r.Context(), heldKey{}, held{rt: m.rt, key: scoped}))
+	base := w.Header().Clone() // what outer middleware set: the handler sees it, the record does not
 	var how idem.Outcome
 	opts := append(m.opts[:len(m.opts):len(m.opts)],
 		idem.WithFingerprint(fingerprint(r, tenant, body)), idem.WithOutcome(&how))
-	resp, err := idem.Do(r.Context(), m.rt, scoped, func(ctx context.Context) (*response, error) {
-		return m.run(ctx, req, body, next, key, tenant)
+	resp, err := idem.Do(req.Context(), m.rt, scoped, func(ctx context.Context) (*response, error) {
+		return m.run(ctx, req, body, next, key, tenant, base)
 	}, opts...)
 	if err == nil {
 		resp.write(w, how != idem.Executed)
@@ -144,24 +158,42 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 		return
 	}
 	var pe *idem.PanicError
-	if errors.As(err, &pe) && how == idem.Executed {
-		if pe.Value == http.ErrAbortHandler {
-			panic(http.ErrAbortHandler) // abort the response, as the handler asked
-		}
-		m.o.Logger.Error("httpidem: handler panicked; the key is released",
-			"key", key, "tenant", tenant, "method", r.Method, "path", r.URL.Path,
-			"panic", fmt.Sprint(pe.Value), "stack", string(pe.Stack))
+	if errors.As(err, &pe) && how == idem.Executed && pe.Value == http.ErrAbortHandler {
+		panic(http.ErrAbortHandler) // abort the response, as the handler asked
+	}
+	if how != idem.Executed && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+		// The request's context ended while it waited for the run in flight.
+		err = fmt.Errorf("%w: the request gave up waiting: %w", idem.ErrConflict, err)
 	}
 	m.fail(w, r, err)
 }
 
+// heldKey marks the context of a request whose key a middleware holds.
+type heldKey struct{}
+
+type held struct {
+	rt  *idem.Runtime
+	key string
+}
+
 // run is idem.Do's function: it runs the handler against a recorder and
 // says whether its response is to be stored.
-func (m *Middleware) run(ctx context.Context, req *http.Request, body []byte, next http.Handler, key, tenant string) (*response, error) {
+func (m *Middleware) run(ctx context.Context, req *http.Request, body []byte, next http.Handler, key, tenant string, base http.Header) (*response, error) {
 	req = req.WithContext(ctx)
 	req.Body, req.GetBody = bodyReader(body), func() (io.ReadCloser, error) { return bodyReader(body), nil }
 	req.ContentLength, req.TransferEncoding = int64(len(body)), nil
-	rec := newRecorder()
+	rec := newRecorder(base)
+	defer func() {
+		// Logged here, by the run itself: its own request may be gone.
+		if p := recover(); p != nil {
+			if p != http.ErrAbortHandler {
+				m.o.Logger.Error("httpidem: handler panicked; the key is released",
+					"key", key, "tenant", tenant, "method", req.Method, "path", req.URL.Path,
+					"panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			}
+			panic(p)
+		}
+	}()
 	next.ServeHTTP(rec, req)
 	resp := rec.result()
 	switch {

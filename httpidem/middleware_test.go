@@ -440,8 +440,9 @@ func TestHeaders(t *testing.T) {
 	expect(t, "empty replayed", call(t, srv, http.MethodPost, "/empty", "e", ""), http.StatusOK, true, "")
 }
 
-// A client that goes away does not stop the handler; its response is stored
-// for the retry.
+// A client that goes away does not stop the handler (its request stays
+// until the handler returns, as net/http's do); its response is stored for
+// the retry.
 func TestClientGoesAway(t *testing.T) {
 	rt := newRuntime(t, idem.Options{})
 	p := newPayments()
@@ -458,7 +459,6 @@ func TestClientGoesAway(t *testing.T) {
 	if r := <-gone; r.err == nil {
 		t.Fatalf("cancelled request: %+v", r)
 	}
-	eventually(t, "the server to see the client go", func() bool { return rt.Stats().Pending == 0 })
 	release()
 	expect(t, "retry", post(t, srv, "k", "x"), http.StatusCreated, true, "")
 	if p.runs.Load() != 1 {
@@ -469,7 +469,7 @@ func TestClientGoesAway(t *testing.T) {
 func TestOptions(t *testing.T) {
 	for _, o := range []httpidem.Options{
 		{Settle: -1}, {TTL: -time.Second}, {Lease: -1}, {TTL: 200 * 365 * 24 * time.Hour},
-		{MaxRequestBody: -1}, {MaxStoredBody: -1}, {Methods: []string{""}}, {Methods: []string{"PO ST"}},
+		{MaxRequestBody: -1}, {MaxStoredBody: -1}, {Methods: []string{""}}, {Methods: []string{"PO ST"}}, {Methods: []string{"post"}},
 	} {
 		if _, err := httpidem.New(o); !errors.Is(err, idem.ErrInvalidArgument) {
 			t.Errorf("%+v: %v, want ErrInvalidArgument", o, err)

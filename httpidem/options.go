@@ -123,6 +123,13 @@ func (o Options) resolve() (Options, error) {
 		if m == "" || strings.ContainsFunc(m, func(r rune) bool { return r <= ' ' || r > '~' }) {
 			return bad("Methods holds %q, which is not a method", m)
 		}
+		switch up := strings.ToUpper(m); up {
+		case http.MethodPost, http.MethodPatch, http.MethodPut, http.MethodDelete, http.MethodGet:
+			if up != m {
+				// Methods are case-sensitive: "post" would never match.
+				return bad("Methods holds %q; methods are case-sensitive (did you mean %q?)", m, up)
+			}
+		}
 	}
 	if len(o.Methods) == 0 {
 		o.Methods = []string{http.MethodPost, http.MethodPatch}

@@ -2,18 +2,34 @@ package httpidem
 
 import (
 	"bytes"
+	"encoding/gob"
 	"fmt"
 	"net/http"
+	"slices"
 )
 
-// response is what is stored for a key: the first response's status,
-// headers and body. It is encoded with idem's codec (JSON; the body as
-// base64). In this process the value may be shared between callers: it is
-// read-only once stored.
+// response is what is stored for a key: the first response's status, the
+// headers its handler set (an empty list: a header it removed), and its
+// body. It is encoded with gob, which keeps header bytes that are not UTF-8.
+// In this process the value may be shared between callers: it is read-only
+// once stored.
 type response struct {
-	Status int         `json:"status"`
-	Header http.Header `json:"header,omitempty"`
-	Body   []byte      `json:"body,omitempty"`
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+// gobCodec is the idem codec of stored responses.
+type gobCodec struct{}
+
+func (gobCodec) Marshal(v any) ([]byte, error) {
+	var b bytes.Buffer
+	err := gob.NewEncoder(&b).Encode(v)
+	return b.Bytes(), err
+}
+
+func (gobCodec) Unmarshal(data []byte, v any) error {
+	return gob.NewDecoder(bytes.NewReader(data)).Decode(v)
 }
 
 // unkept are the response headers that are not stored: they describe one
@@ -33,13 +49,18 @@ var unkept = []string{
 // (or Write); later changes to Header() are ignored. 1xx informational
 // responses are dropped, and Flush does nothing: the response is buffered.
 type recorder struct {
+	base   http.Header // what outer middleware had set before the handler ran
 	header http.Header
 	status int
 	sent   http.Header // the headers at WriteHeader
 	body   bytes.Buffer
 }
 
-func newRecorder() *recorder { return &recorder{header: make(http.Header)} }
+// newRecorder starts with base's headers, so the handler sees (and may add
+// to) what outer middleware set, as it would without the middleware.
+func newRecorder(base http.Header) *recorder {
+	return &recorder{base: base, header: base.Clone()}
+}
 
 func (r *recorder) Header() http.Header { return r.header }
 
@@ -83,7 +104,19 @@ func (r *recorder) result() *response {
 	if r.status == 0 {
 		r.WriteHeader(http.StatusOK)
 	}
-	h := r.sent
+	// Keep what the handler changed; what outer middleware set belongs to
+	// each request (a replay gets its own request's).
+	h := http.Header{}
+	for k, vs := range r.sent {
+		if !slices.Equal(vs, r.base[k]) {
+			h[k] = vs
+		}
+	}
+	for k := range r.base {
+		if _, ok := r.sent[k]; !ok {
+			h[k] = []string{} // removed by the handler
+		}
+	}
 	for _, k := range unkept {
 		h.Del(k)
 	}
@@ -97,6 +130,10 @@ func (r *recorder) result() *response {
 func (resp *response) write(w http.ResponseWriter, replayed bool) {
 	h := w.Header()
 	for k, vs := range resp.Header {
+		if len(vs) == 0 {
+			delete(h, k)
+			continue
+		}
 		h[k] = append([]string(nil), vs...)
 	}
 	if replayed {
