@@ -50,11 +50,11 @@ func Key(tenant, requestID string) (string, error) {
 	b.WriteString(lockPrefix)
 	if tenant != "" {
 		b.WriteString("tenant:")
-		escape(&b, tenant)
+		b.WriteString(store.EscapeSegment(tenant))
 		b.WriteByte(':')
 	}
 	b.WriteString("command:")
-	escape(&b, requestID)
+	b.WriteString(store.EscapeSegment(requestID))
 	key := b.String()
 	if err := store.ValidateKey(key); err != nil {
 		// Only possible with ids and tenants full of escaped characters.
@@ -80,17 +80,4 @@ func checkSegment(sentinel error, s string) error {
 		}
 	}
 	return nil
-}
-
-func escape(b *strings.Builder, s string) {
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; c {
-		case '%':
-			b.WriteString("%25")
-		case ':':
-			b.WriteString("%3A")
-		default:
-			b.WriteByte(c)
-		}
-	}
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/idemrt/idem"
@@ -203,15 +202,6 @@ func stepSettle(d time.Duration) time.Duration {
 	return store.MaxDuration
 }
 
-// escapeName writes '%' as "%25" and ':' as "%3A", so that a flow name
-// never runs into the key after it.
-func escapeName(name string) string {
-	if !strings.ContainsAny(name, "%:") {
-		return name
-	}
-	return strings.NewReplacer("%", "%25", ":", "%3A").Replace(name)
-}
-
 func checkStepOptions(step string, o StepOptions) error {
 	for _, d := range []struct {
 		n string
@@ -270,7 +260,7 @@ func (f *Flow[S]) Run(ctx context.Context, rt *idem.Runtime, input S, opts RunOp
 		}
 		return out, nil
 	}
-	scoped := store.BuildKey("flow:"+escapeName(f.name)+":"+key, x.scope)
+	scoped := store.BuildKey("flow:"+store.EscapeSegment(f.name)+":"+key, x.scope)
 	if err := store.ValidateKey(scoped); err != nil {
 		return input, fmt.Errorf("flows: %s: workflow key %q: %w", f.name, key, err)
 	}

@@ -54,6 +54,19 @@ func BuildKey(key string, s Scope) string {
 	return b.String()
 }
 
+// EscapeSegment returns s with '%' written as "%25" and ':' as "%3A": the
+// escaping BuildKey applies to a scope's segments, for callers that compose
+// keys of their own parts (a part so escaped holds no raw ':', so it never
+// runs into the next one).
+func EscapeSegment(s string) string {
+	if !strings.ContainsAny(s, "%:") {
+		return s
+	}
+	var b strings.Builder
+	escapeSegment(&b, s)
+	return b.String()
+}
+
 func escapeSegment(b *strings.Builder, s string) {
 	for i := 0; i < len(s); i++ {
 		switch c := s[i]; c {
