@@ -9,6 +9,7 @@ import (
 
 	"github.com/idemrt/idem"
 	"github.com/idemrt/idem/clock"
+	"github.com/idemrt/idem/internal/idemtest"
 	"github.com/idemrt/idem/store"
 	"github.com/idemrt/idem/store/memstore"
 )
@@ -19,21 +20,7 @@ var bg = context.Background()
 var epoch = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 
 // newRuntime starts a runtime that the test closes at its end.
-func newRuntime(t testing.TB, opts idem.Options) *idem.Runtime {
-	t.Helper()
-	rt, err := idem.New(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(bg, 10*time.Second)
-		defer cancel()
-		if err := rt.Close(ctx); err != nil {
-			t.Errorf("Close: %v", err)
-		}
-	})
-	return rt
-}
+func newRuntime(t testing.TB, opts idem.Options) *idem.Runtime { return idemtest.Runtime(t, opts) }
 
 // modes runs f with the two ways a runtime talks to its store: inline (an
 // in-process store) and through batches on an I/O worker (any other store).
@@ -43,16 +30,7 @@ func modes(t *testing.T, f func(t *testing.T, wrap func(store.Store) store.Store
 }
 
 // eventually waits until cond holds, failing the test after 10s.
-func eventually(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
+func eventually(t testing.TB, what string, cond func() bool) { idemtest.Eventually(t, what, cond) }
 
 // waitersAre waits until rt has n parked callers.
 func waitersAre(t testing.TB, rt *idem.Runtime, n int) {

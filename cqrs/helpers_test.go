@@ -11,6 +11,7 @@ import (
 
 	"github.com/idemrt/idem"
 	"github.com/idemrt/idem/cqrs"
+	"github.com/idemrt/idem/internal/idemtest"
 	"github.com/idemrt/idem/store"
 )
 
@@ -35,21 +36,7 @@ type Order struct {
 }
 
 // newRuntime starts a runtime that the test closes at its end.
-func newRuntime(t testing.TB, opts idem.Options) *idem.Runtime {
-	t.Helper()
-	rt, err := idem.New(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(bg, 10*time.Second)
-		defer cancel()
-		if err := rt.Close(ctx); err != nil {
-			t.Errorf("runtime Close: %v", err)
-		}
-	})
-	return rt
-}
+func newRuntime(t testing.TB, opts idem.Options) *idem.Runtime { return idemtest.Runtime(t, opts) }
 
 // newIdem returns an idempotency behaviour that the test closes at its end.
 func newIdem(t testing.TB, opts cqrs.IdempotencyOptions) *cqrs.Idempotency {
@@ -179,16 +166,7 @@ func waitStarted(t testing.TB, o *orders) {
 }
 
 // eventually waits until cond holds, failing the test after 15s.
-func eventually(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
+func eventually(t testing.TB, what string, cond func() bool) { idemtest.Eventually(t, what, cond) }
 
 // noExtend is a store whose lease renewals fail, as for an instance that
 // hangs or lost its store: its leases run out while its handler runs.

@@ -14,27 +14,14 @@ import (
 
 	"github.com/idemrt/idem"
 	"github.com/idemrt/idem/flows"
+	"github.com/idemrt/idem/internal/idemtest"
 	"github.com/idemrt/idem/internal/redistest"
 	"github.com/idemrt/idem/store"
 )
 
 var bg = context.Background()
 
-func newRuntime(t testing.TB, opts idem.Options) *idem.Runtime {
-	t.Helper()
-	rt, err := idem.New(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(bg, 10*time.Second)
-		defer cancel()
-		if err := rt.Close(ctx); err != nil {
-			t.Errorf("Close: %v", err)
-		}
-	})
-	return rt
-}
+func newRuntime(t testing.TB, opts idem.Options) *idem.Runtime { return idemtest.Runtime(t, opts) }
 
 // Order is the state of the checkout flows in these tests.
 type Order struct {

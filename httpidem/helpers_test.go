@@ -18,6 +18,7 @@ import (
 
 	"github.com/idemrt/idem"
 	"github.com/idemrt/idem/httpidem"
+	"github.com/idemrt/idem/internal/idemtest"
 	"github.com/idemrt/idem/store"
 )
 
@@ -25,21 +26,7 @@ var bg = context.Background()
 
 // newRuntime starts a runtime that the test closes at its end (after the
 // servers registered later).
-func newRuntime(t testing.TB, opts idem.Options) *idem.Runtime {
-	t.Helper()
-	rt, err := idem.New(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(bg, 10*time.Second)
-		defer cancel()
-		if err := rt.Close(ctx); err != nil {
-			t.Errorf("runtime Close: %v", err)
-		}
-	})
-	return rt
-}
+func newRuntime(t testing.TB, opts idem.Options) *idem.Runtime { return idemtest.Runtime(t, opts) }
 
 // serve starts a loopback HTTP server: a ServeMux with h behind the
 // middleware on every path. The server, then the middleware, are closed at
@@ -209,16 +196,7 @@ func (p *payments) waitStarted(t testing.TB) {
 }
 
 // eventually waits until cond holds, failing the test after 15s.
-func eventually(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
+func eventually(t testing.TB, what string, cond func() bool) { idemtest.Eventually(t, what, cond) }
 
 // logBuffer collects a logger's output.
 type logBuffer struct {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/idemrt/idem"
 	"github.com/idemrt/idem/clock"
+	"github.com/idemrt/idem/internal/idemtest"
 	"github.com/idemrt/idem/internal/redistest"
 	"github.com/idemrt/idem/store"
 	"github.com/idemrt/idem/store/redisstore"
@@ -39,21 +40,7 @@ func newStoreWithPrefix(t testing.TB, client redis.UniversalClient, prefix strin
 	return s
 }
 
-func newRuntime(t testing.TB, opts idem.Options) *idem.Runtime {
-	t.Helper()
-	rt, err := idem.New(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(bg, 15*time.Second)
-		defer cancel()
-		if err := rt.Close(ctx); err != nil {
-			t.Errorf("Close: %v", err)
-		}
-	})
-	return rt
-}
+func newRuntime(t testing.TB, opts idem.Options) *idem.Runtime { return idemtest.Runtime(t, opts) }
 
 // deployments runs f against a single node and against a 3-master cluster.
 func deployments(t *testing.T, f func(t *testing.T, client func(t testing.TB) redis.UniversalClient)) {
@@ -113,16 +100,7 @@ func recv(t testing.TB, ch <-chan result) result {
 	}
 }
 
-func eventually(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
+func eventually(t testing.TB, what string, cond func() bool) { idemtest.Eventually(t, what, cond) }
 
 func mustNotRun(t testing.TB) func(context.Context) (string, error) {
 	return func(context.Context) (string, error) {
