@@ -294,6 +294,10 @@ func (s *Store) decode(c call, now time.Time) {
 		op.Err = &CorruptError{Key: op.Key, RedisKey: c.keys[0], Reason: r.str(1)}
 		return
 	}
+	if r.err != nil { // no code: never read it as 0 (lease lost, not found)
+		op.Err = &CorruptError{Key: op.Key, RedisKey: c.keys[0], Reason: r.err.Error()}
+		return
+	}
 	switch op.Kind {
 	case store.OpClaim:
 		switch code {
@@ -308,7 +312,7 @@ func (s *Store) decode(c call, now time.Time) {
 				LeaseLeft: time.Duration(r.int(1)) * time.Millisecond,
 				Token:     store.Token{Fence: r.uint(2)}, Fingerprint: r.bytes(3)}
 		default:
-			r.err = fmt.Errorf("unexpected claim reply %v", vals)
+			r.err = fmt.Errorf("unexpected %v reply %v", op.Kind, vals)
 		}
 	case store.OpComplete:
 		switch code {
@@ -322,7 +326,7 @@ func (s *Store) decode(c call, now time.Time) {
 			}
 		case 2:
 			// A replay: what is stored, with this token.
-			rec := store.Record{Failed: r.str(1) == "f", Fingerprint: r.bytes(3), Token: op.Token}
+			rec := store.Record{Failed: r.failed(1), Fingerprint: r.bytes(3), Token: op.Token}
 			if rec.Failed {
 				rec.Error = r.str(2)
 			} else {
@@ -332,20 +336,33 @@ func (s *Store) decode(c call, now time.Time) {
 			op.Result.Record = rec
 		case 0:
 			op.Err = store.ErrLeaseLost
+		default:
+			r.err = fmt.Errorf("unexpected %v reply %v", op.Kind, vals)
 		}
 	case store.OpFail, store.OpExtend:
-		if code == 0 {
+		switch code {
+		case 1:
+		case 0:
 			op.Err = store.ErrLeaseLost
+		default:
+			r.err = fmt.Errorf("unexpected %v reply %v", op.Kind, vals)
 		}
 	case store.OpGet:
-		if code == 2 {
+		switch code {
+		case 2:
 			op.Result.Record = r.record(1, now)
-		} else {
+		case 0:
 			op.Err = store.ErrNotFound
+		default:
+			r.err = fmt.Errorf("unexpected %v reply %v", op.Kind, vals)
 		}
 	case store.OpForget:
-		if code == 3 {
+		switch code {
+		case 1:
+		case 3:
 			op.Err = store.ErrInProgress
+		default:
+			r.err = fmt.Errorf("unexpected %v reply %v", op.Kind, vals)
 		}
 	}
 	if r.err != nil && op.Err == nil {
@@ -440,9 +457,18 @@ func (r *reply) times(ca, pttl, now int, local time.Time) (created, expires time
 	return created, expires
 }
 
+// failed reads a completed record's state at i: false for c, true for f.
+func (r *reply) failed(i int) bool {
+	st := r.str(i)
+	if st != "c" && st != "f" && r.err == nil {
+		r.err = fmt.Errorf("reply element %d: state %q is not c or f", i, st)
+	}
+	return st == "f"
+}
+
 // record reads {st, res, fp, fence, owner, ca, pttl, now} from i on.
 func (r *reply) record(i int, now time.Time) store.Record {
-	rec := store.Record{Failed: r.str(i) == "f", Fingerprint: r.bytes(i + 2),
+	rec := store.Record{Failed: r.failed(i), Fingerprint: r.bytes(i + 2),
 		Token: store.Token{Fence: r.uint(i + 3), Owner: r.str(i + 4)}}
 	if rec.Failed {
 		rec.Error = r.str(i + 1)
