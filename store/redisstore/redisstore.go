@@ -304,12 +304,12 @@ func (s *Store) decode(c call, now time.Time) {
 		case 1:
 			op.Result = store.ClaimResult{Status: store.Claimed,
 				Token:     store.Token{Fence: r.uint(1), Owner: op.Claim.Owner},
-				LeaseLeft: time.Duration(r.int(2)) * time.Millisecond, Takeover: r.int(3) == 1}
+				LeaseLeft: r.millis(2), Takeover: r.int(3) == 1}
 		case 2:
 			op.Result = store.ClaimResult{Status: store.Completed, Record: r.record(1, now)}
 		case 3:
 			op.Result = store.ClaimResult{Status: store.InProgress,
-				LeaseLeft: time.Duration(r.int(1)) * time.Millisecond,
+				LeaseLeft: r.millis(1),
 				Token:     store.Token{Fence: r.uint(2)}, Fingerprint: r.bytes(3)}
 		default:
 			r.err = fmt.Errorf("unexpected %v reply %v", op.Kind, vals)
@@ -440,11 +440,28 @@ func (r *reply) bytes(i int) []byte {
 	return []byte(s)
 }
 
+// maxMs is store.MaxDuration in milliseconds. No lease, TTL or record age
+// the scripts produce is longer; a longer one was set by hand, and time
+// arithmetic on it could overflow.
+const maxMs = int64(store.MaxDuration / time.Millisecond)
+
+// millis reads element i, a number of milliseconds within ±maxMs.
+func (r *reply) millis(i int) time.Duration {
+	n := r.int(i)
+	if n > maxMs || n < -maxMs {
+		if r.err == nil {
+			r.err = fmt.Errorf("reply element %d: %d ms is beyond the %v limit", i, n, store.MaxDuration)
+		}
+		n = 0
+	}
+	return time.Duration(n) * time.Millisecond
+}
+
 // times turns the server's completion time, the record's PTTL and the
 // server's now into local times: the store reports times by the local
 // clock, so that callers can compare them with their own.
 func (r *reply) times(ca, pttl, now int, local time.Time) (created, expires time.Time) {
-	serverNow := r.int(now)
+	serverNow, done := r.int(now), r.int(ca)
 	left := r.int(pttl)
 	if left < 0 { // -1: no expiry (set by hand); -2: gone in the meantime
 		if r.err == nil {
@@ -452,7 +469,14 @@ func (r *reply) times(ca, pttl, now int, local time.Time) (created, expires time
 		}
 		left = 0
 	}
-	created = local.Add(-time.Duration(serverNow-r.int(ca)) * time.Millisecond)
+	// Both non-negative, so the age cannot overflow.
+	if left > maxMs || done < 0 || serverNow < 0 || serverNow-done > maxMs || done-serverNow > maxMs {
+		if r.err == nil {
+			r.err = fmt.Errorf("record times beyond the %v limit (ca %d, PTTL %d, now %d ms)", store.MaxDuration, done, left, serverNow)
+		}
+		return local, local
+	}
+	created = local.Add(-time.Duration(serverNow-done) * time.Millisecond)
 	expires = local.Add(time.Duration(left) * time.Millisecond)
 	return created, expires
 }
