@@ -9,6 +9,13 @@ type Codec interface {
 }
 
 // JSON is the default codec, encoding/json.
+//
+// What encoding/json changes comes back changed when a result is replayed
+// from the store, though the owner (and callers in its process while the
+// result is cached) got the value the function returned: each byte of a
+// string that is not valid UTF-8 becomes U+FFFD, and unexported fields are
+// dropped. Return binary data as []byte. A NaN or infinite float, or a
+// time outside years 0 to 9999, does not encode at all (a *CodecError).
 var JSON Codec = jsonCodec{}
 
 type jsonCodec struct{}
