@@ -62,7 +62,8 @@ func Binary(t testing.TB) string {
 	return p
 }
 
-// Start starts a single redis-server and waits until it answers PING.
+// Start starts a single redis-server and waits until it answers (itself:
+// the INFO reply names its process).
 func Start(t testing.TB, opts Options) *Server {
 	t.Helper()
 	bin := Binary(t)
@@ -127,7 +128,11 @@ func (s *Server) start() error {
 			return fmt.Errorf("redis-server on port %d exited at start; log:\n%s", s.Port, s.Log())
 		default:
 		}
-		if reply, err := Command(s.Addr, "PING"); err == nil && reply == "PONG" {
+		// Ready means this process answers. Another server may hold the
+		// port (taken between freePort and now, or since a Kill): it would
+		// answer a PING as well, and the test would use a server that is
+		// not its own. Ours then exits at start, which ends the wait.
+		if info, err := Command(s.Addr, "INFO", "server"); err == nil && infoField(info, "process_id") == strconv.Itoa(cmd.Process.Pid) {
 			return nil
 		}
 		if time.Now().After(deadline) {
@@ -136,6 +141,16 @@ func (s *Server) start() error {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// infoField returns the value of field in the text of an INFO reply.
+func infoField(info, field string) string {
+	for line := range strings.SplitSeq(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimRight(line, "\r"), field+":"); ok {
+			return v
+		}
+	}
+	return ""
 }
 
 // Log returns the server's log file.
