@@ -44,7 +44,12 @@ func New(opts Options) (*Runtime, error) {
 	}
 	perShard := 0
 	if !o.DisableCache {
-		perShard = (o.CacheEntries + o.Shards - 1) / o.Shards
+		// Rounded up without (a+b-1)/b, which overflows near math.MaxInt
+		// and would turn the cache off.
+		perShard = o.CacheEntries / o.Shards
+		if o.CacheEntries%o.Shards != 0 {
+			perShard++
+		}
 	}
 	rt.set, err = actors.NewSet(context.Background(), o.Shards, actors.Config{
 		Store:        o.Store,
@@ -91,7 +96,10 @@ func Must(rt *Runtime, err error) *Runtime {
 // goroutine of the runtime is left (only functions that ignore their
 // context may still be running).
 //
-// Close is idempotent; a store given in Options is not closed.
+// Close is idempotent, and every call honours its own ctx: a second Close
+// whose ctx ends while a first one waits for running functions ends that
+// wait too, and returns ctx's error. A store given in Options is not
+// closed.
 func (rt *Runtime) Close(ctx context.Context) error {
 	rt.closed.Store(true)
 	err := rt.set.Close(ctx)

@@ -343,32 +343,22 @@ func (s *Shard) claimed(e *entry, o *op) {
 	}
 }
 
-// grant makes owner the owner of e and tells it to run.
+// grant makes owner the owner of e and tells it to run. Only a claim of
+// the owner's own grants it the key: its token, lease, renewal mode and
+// fingerprint are its own, never inherited from an earlier owner.
 func (s *Shard) grant(e *entry, owner *Request) {
 	e.phase = phRunning
 	e.owner = owner
 	e.ttl = owner.TTL
 	e.lost = false
-	if len(e.fp) == 0 {
-		e.fp = owner.Fingerprint
-	}
+	e.fp = owner.Fingerprint
 	s.filter(e)
 	s.reply(owner, Reply{Kind: Grant, Token: e.token})
 	owner.where = owning
 	if owner.NoRenew {
 		// A hard lease: when it ends, the key goes to the next caller.
-		e.lease = owner.Lease
 		e.timer.kind = timerLeaseEnd
 		s.timers.schedule(&e.timer, e.leaseAt.Add(e.lease))
-		s.rearm()
-		return
-	}
-	if owner.Lease != e.lease {
-		// Handed over from an owner with another lease: renew with the new
-		// owner's lease at once.
-		e.lease = owner.Lease
-		e.timer.kind = timerRenew
-		s.timers.schedule(&e.timer, s.now())
 		s.rearm()
 		return
 	}
@@ -446,40 +436,60 @@ func (s *Shard) onFinish(f *Finish) {
 	}
 }
 
-// handOff gives the key held by e's owner, who failed transiently, to the
-// first waiter; with none, it releases the claim. ownerAn is the owner's answer.
-func (s *Shard) handOff(e *entry, ownerAn Reply) {
-	if !s.closing {
-		if next := s.takeWaiter(e); next != nil {
-			s.reply(e.owner, ownerAn)
-			s.grant(e, next)
-			return
-		}
-	}
-	s.release(e, ownerAn)
-}
+// handOff ends the run of e's owner, who failed transiently: the claim is
+// released, and then the first waiter claims the key as a new owner (see
+// restart). ownerAn is the owner's answer.
+//
+// The waiter is not given the owner's claim: that claim carries the owner's
+// lease (what is left of it), renewal mode and fingerprint, and an answer
+// to a renewal sent for the owner would still match its token. A fresh claim
+// costs one store round trip on this rare path and makes every owner's
+// lease its own.
+func (s *Shard) handOff(e *entry, ownerAn Reply) { s.release(e, ownerAn) }
 
 // release sends a Fail for e's token; ownerAn goes to the owner (if any)
 // once the store has answered.
 func (s *Shard) release(e *entry, ownerAn Reply) {
 	e.phase = phReleasing
 	e.ownerAn = ownerAn
+	e.backoff = 0
 	s.timers.cancel(&e.timer)
+	s.sendFail(e)
+}
+
+func (s *Shard) sendFail(e *entry) {
 	o := s.newOp(e)
 	o.Kind, o.Key, o.Token = store.OpFail, e.key, e.token
 	s.submit(o)
 }
 
 func (s *Shard) released(e *entry, o *op) {
-	if o.Err != nil && !errors.Is(o.Err, store.ErrLeaseLost) {
-		s.cfg.Logger.Warn("idem: releasing a key failed; it stays claimed until its lease ends",
-			"key", e.key, "err", o.Err)
-	}
 	if e.owner != nil && e.ownerAn.Kind != 0 {
 		s.reply(e.owner, e.ownerAn)
 	}
 	e.owner = nil
+	if o.Err != nil && !store.IsContract(o.Err) {
+		if !s.closing && s.now().Before(e.leaseAt.Add(e.lease)) {
+			// The store may not have released the key, and until it does the
+			// next claim would wait for this shard's own claim to end. A Fail
+			// with the same token is safe to repeat: retry while the lease
+			// lasts. The waiters keep waiting.
+			s.cfg.Logger.Warn("idem: releasing a key failed; retrying while the lease lasts", "key", e.key, "err", o.Err)
+			s.retryLater(e)
+			return
+		}
+		s.cfg.Logger.Warn("idem: releasing a key failed; it stays claimed until its lease ends",
+			"key", e.key, "err", o.Err)
+	}
 	s.restart(e)
+}
+
+// retryLater repeats e's Complete or Fail after a doubling backoff.
+func (s *Shard) retryLater(e *entry) {
+	e.backoff = min(max(2*e.backoff, 10*time.Millisecond), time.Second)
+	e.timer.kind = timerRetry
+	s.timers.schedule(&e.timer, s.now().Add(e.backoff))
+	s.rearm()
 }
 
 func (s *Shard) complete(e *entry) {
@@ -528,10 +538,7 @@ func (s *Shard) stored(e *entry, c *Cached, err error) {
 	// lease lasts. The waiters keep waiting for it.
 	s.cfg.Logger.Warn("idem: storing a result failed; retrying while the lease lasts", "key", e.key, "err", err)
 	e.owner = nil
-	e.backoff = min(max(2*e.backoff, 10*time.Millisecond), time.Second)
-	e.timer.kind = timerRetry
-	s.timers.schedule(&e.timer, s.now().Add(e.backoff))
-	s.rearm()
+	s.retryLater(e)
 }
 
 // restart claims the key again for the next waiter, or forgets the entry.

@@ -172,14 +172,19 @@ func (s *Shard) onTimer(it *timerItem) {
 			s.letGo(e)
 		}
 	case timerRetry:
-		if e := it.e; e.phase == phFinishing {
+		switch e := it.e; e.phase {
+		case phFinishing:
 			s.complete(e)
+		case phReleasing:
+			s.sendFail(e)
 		}
 	}
 }
 
 func (s *Shard) extended(e *entry, o *op) {
-	if e.phase != phRunning || o.Token != e.token || e.lost {
+	if e.phase != phRunning || o.Token != e.token || e.lost || e.owner.NoRenew {
+		// An answer for an earlier owner, or for a run already over: it
+		// changes nothing (a hard lease stays hard).
 		return
 	}
 	switch {

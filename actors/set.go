@@ -16,14 +16,16 @@ import (
 // Set is the fixed set of shards of one runtime, with the actor system that
 // runs them. Keys map to shards with [keyshard.Index].
 type Set struct {
-	sys      *System
-	shards   []*Shard
-	cfg      *Config
-	started  atomic.Bool
-	stopWake func()
-	once     sync.Once
-	done     chan struct{}
-	closeErr error
+	sys       *System
+	shards    []*Shard
+	cfg       *Config
+	started   atomic.Bool
+	stopWake  func()
+	once      sync.Once
+	done      chan struct{}
+	force     chan struct{} // closed by a later Close whose ctx ended first
+	forceOnce sync.Once
+	closeErr  error
 }
 
 // Stats is a snapshot of a Set's counters.
@@ -48,7 +50,7 @@ func NewSet(ctx context.Context, n int, cfg Config) (*Set, error) {
 	}
 	var seq atomic.Uint64
 	cfg.NewOwner = func() string { return inst + "-" + strconv.FormatUint(seq.Add(1), 36) }
-	set := &Set{cfg: &cfg, done: make(chan struct{})}
+	set := &Set{cfg: &cfg, done: make(chan struct{}), force: make(chan struct{})}
 	if w, ok := cfg.Store.(store.Waker); ok {
 		id, stop, err := w.Subscribe(ctx, set.route)
 		if err != nil {
@@ -136,11 +138,41 @@ func (set *Set) ShardStats() []ShardStats {
 // results are stored or released, or until ctx is done; then it stops the
 // actors and every goroutine they own. It is idempotent; later calls wait
 // for the first and return its result.
+//
+// Every call honours its own ctx: when a later call's ctx ends before the
+// first call is done, it ends the first call's wait for running functions
+// as its own ctx would have, and returns ctx's error once the shards have
+// stopped.
 func (set *Set) Close(ctx context.Context) error {
-	set.once.Do(func() { set.closeErr = set.close(ctx) })
-	<-set.done
-	return set.closeErr
+	first := false
+	set.once.Do(func() { first = true })
+	if first {
+		return set.close(ctx)
+	}
+	select {
+	case <-set.done:
+		return set.closeErr
+	case <-ctx.Done():
+		// Stop the first call's wait as if its own ctx had ended: the
+		// caller that gave up expects the runtime stopped when it returns.
+		set.forceOnce.Do(func() { close(set.force) })
+		<-set.done
+		return ctx.Err()
+	}
 }
+
+// Stopped reports whether the shards have stopped (a Close is done).
+func (set *Set) Stopped() bool {
+	select {
+	case <-set.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// errForced is the first Close's error when a later Close gave up first.
+var errForced = errors.New("idem: Close gave up waiting for running functions: a later Close's context ended first")
 
 func (set *Set) close(ctx context.Context) error {
 	for _, s := range set.shards {
@@ -153,6 +185,8 @@ func (set *Set) close(ctx context.Context) error {
 		case <-s.drained:
 		case <-ctx.Done():
 			err = ctx.Err()
+		case <-set.force:
+			err = errForced
 		}
 		if err != nil {
 			break
@@ -169,6 +203,7 @@ func (set *Set) close(ctx context.Context) error {
 			s.io.Stop()
 		}
 	}
+	set.closeErr = err // before done is closed: later calls read it after
 	close(set.done)
 	set.sys.Shutdown()
 	return err

@@ -9,10 +9,15 @@
 // Fencing tokens come from one counter for the whole store, so they increase
 // per key even after a key has expired and been claimed again.
 //
-// Memory is bounded: past Options.MaxRecords, a new claim evicts the
-// completed record closest to its expiry (never a key in progress), so a
-// process that sees more distinct keys than that within a result TTL replays
-// only the most recent ones. [Store.Evicted] counts evictions.
+// A claim in progress does not expire by time: its lease ending matters only
+// once another claim takes the key over, so a slow owner that nobody
+// replaced still completes its key, however long it took.
+//
+// Memory is bounded: past Options.MaxRecords, a new claim evicts a claim in
+// progress that outlived its lease and result TTL (its owner is most likely
+// gone), else the completed record closest to its expiry, so a process that
+// sees more distinct keys than that within a result TTL replays only the
+// most recent ones. [Store.Evicted] counts evictions.
 //
 // It implements [store.Waker]: runtimes that share one Store (in one process)
 // wake each other's waiters the way Redis pub/sub does across processes.
@@ -39,9 +44,11 @@ type Options struct {
 	// Clock is the source of time for leases and TTLs.
 	// Default: the real clock.
 	Clock clock.Clock
-	// MaxRecords bounds the records kept; past it, completed records are
-	// evicted before their TTL, those closest to expiry first. Keys in
-	// progress are never evicted. Zero or less means the default.
+	// MaxRecords bounds the records kept; past it, claims in progress that
+	// outlived their lease and result TTL are evicted first, then completed
+	// records before their TTL, those closest to expiry first. Live claims
+	// are never evicted. Zero or less means the default; a huge value means
+	// "very large", never "none".
 	// Default: 1,048,576.
 	MaxRecords int
 }
@@ -74,6 +81,9 @@ type shard struct {
 	mu      sync.Mutex
 	records map[string]*record
 	expiry  expiryQueues
+	// abandoned lists claims in progress past lease + TTL, oldest first:
+	// the first records evicted when space is needed (see evictOne).
+	abandoned []expiryItem
 }
 
 const (
@@ -103,7 +113,7 @@ func New(opts Options) *Store {
 	if limit <= 0 {
 		limit = DefaultMaxRecords
 	}
-	s := &Store{clock: c, subs: make(map[string]func(string)), perShard: (limit + shardCount - 1) / shardCount}
+	s := &Store{clock: c, subs: make(map[string]func(string)), perShard: ceilDiv(limit, shardCount)}
 	for i := range s.shards {
 		s.shards[i].records = make(map[string]*record)
 	}
@@ -124,6 +134,7 @@ func (s *Store) Close() error {
 		sh.mu.Lock()
 		sh.records = make(map[string]*record)
 		sh.expiry = nil
+		sh.abandoned = nil
 		sh.mu.Unlock()
 	}
 	return nil
@@ -151,10 +162,13 @@ func (s *Store) shardOf(key string) *shard {
 }
 
 // live returns the key's record unless it has expired, removing due records.
+// A record in progress never expires by time: its lease ending matters only
+// once another claim takes the key over, so a slow owner that nobody
+// replaced can still complete it.
 func (sh *shard) live(key string, now time.Time) *record {
 	sh.sweep(now, 4)
 	r := sh.records[key]
-	if r != nil && !now.Before(r.removeAt) {
+	if r != nil && r.state == completed && !now.Before(r.removeAt) {
 		delete(sh.records, key)
 		return nil
 	}
@@ -173,6 +187,15 @@ func (sh *shard) sweep(now time.Time, n int) {
 			if r != it.rec {
 				continue
 			}
+			if r.state != completed {
+				// In progress: kept until completed, released or taken
+				// over (see live), or evicted first when space is needed.
+				// It has no queue item from now on; the next setRemoveAt
+				// gives it one.
+				r.removeAt = time.Time{}
+				sh.addAbandoned(it)
+				continue
+			}
 			if now.Before(r.removeAt) {
 				q.push(expiryItem{at: r.removeAt.UnixNano(), key: it.key, rec: r}) // it was extended
 				continue
@@ -182,11 +205,46 @@ func (sh *shard) sweep(now time.Time, n int) {
 	}
 }
 
-// evictOne removes the completed record whose removal is nearest among the
-// queue heads. Heads in progress are moved to the back of their queue (they
-// are not evictable, and keys in progress are few), at most a few per call.
-// It reports whether it removed a record.
+// addAbandoned remembers a claim in progress that outlived its lease and
+// TTL. The list is pruned of claims since completed, released or taken over
+// each time its length doubles, so it stays within twice the live ones.
+func (sh *shard) addAbandoned(it expiryItem) {
+	if n := len(sh.abandoned); n >= 64 && n&(n-1) == 0 {
+		kept := sh.abandoned[:0]
+		for _, a := range sh.abandoned {
+			if sh.isAbandoned(a) {
+				kept = append(kept, a)
+			}
+		}
+		clear(sh.abandoned[len(kept):])
+		sh.abandoned = kept
+	}
+	sh.abandoned = append(sh.abandoned, it)
+}
+
+// isAbandoned reports whether it still names a claim in progress past its
+// removal time that nothing has touched since.
+func (sh *shard) isAbandoned(it expiryItem) bool {
+	r := sh.records[it.key]
+	return r == it.rec && r.state == inProgress && r.removeAt.IsZero()
+}
+
+// evictOne makes room for a new record. It removes, first, the oldest claim
+// in progress that outlived its lease and TTL with nobody taking it over
+// (its owner is most likely gone; if not, its Complete is refused as a
+// takeover's would be), else the completed record whose removal is nearest
+// among the queue heads. Heads in progress are moved to the back of their
+// queue, at most a few per call. It reports whether it removed a record.
 func (sh *shard) evictOne() bool {
+	for len(sh.abandoned) > 0 {
+		it := sh.abandoned[0]
+		sh.abandoned[0] = expiryItem{}
+		sh.abandoned = sh.abandoned[1:]
+		if sh.isAbandoned(it) {
+			delete(sh.records, it.key)
+			return true
+		}
+	}
 	var best *expiryQueue
 	for _, q := range sh.expiry {
 		for rotated := 0; q.head < len(q.items) && rotated < 16; {
@@ -478,4 +536,14 @@ func cloneBytes(b []byte) []byte {
 		return nil
 	}
 	return append([]byte(nil), b...)
+}
+
+// ceilDiv returns a/b rounded up, for positive a and b, without the overflow
+// of (a+b-1)/b near math.MaxInt.
+func ceilDiv(a, b int) int {
+	q := a / b
+	if a%b != 0 {
+		q++
+	}
+	return q
 }

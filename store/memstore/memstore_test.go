@@ -57,13 +57,56 @@ func TestExpiredRecordsAreRemoved(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if n := s.Len(); n != 0 {
-		t.Fatalf("Len after expiry = %d, want 0", n)
+	// The completed ones are gone; the claims still in progress stay (their
+	// owners may yet complete them) until space is needed.
+	if n := s.Len(); n != 500 {
+		t.Fatalf("Len after expiry = %d, want 500 (the claims in progress)", n)
 	}
 }
 
-// Past MaxRecords, completed records are evicted, oldest first; keys in
-// progress never are.
+// A claim in progress that outlived its lease and TTL is kept for its
+// owner while nobody takes it over, and is the first record evicted when
+// space is needed: abandoned claims cannot fill the store.
+func TestAbandonedClaimsGiveWayFirst(t *testing.T) {
+	c := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	s := memstore.New(memstore.Options{Clock: c, MaxRecords: 64 * 4})
+	ctx := context.Background()
+	claim := func(key string, lease time.Duration) store.Token {
+		t.Helper()
+		res, err := s.Claim(ctx, key, store.ClaimRequest{Owner: "o-" + key, Lease: lease, TTL: lease})
+		if err != nil || res.Status != store.Claimed {
+			t.Fatalf("claim %s: %v %v", key, res.Status, err)
+		}
+		return res.Token
+	}
+	slow := claim("slow", time.Second)
+	for i := range 200 {
+		claim(fmt.Sprint("gone", i), time.Second)
+	}
+	c.Advance(time.Minute)
+	if _, err := s.Complete(ctx, "slow", slow, store.Record{Value: []byte("v")}, time.Hour); err != nil {
+		t.Fatalf("a slow owner nobody replaced: %v, want its result stored", err)
+	}
+	for i := range 1000 {
+		k := fmt.Sprint("done", i)
+		if _, err := s.Complete(ctx, k, claim(k, time.Hour), store.Record{Value: []byte("v")}, time.Hour); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if s.Len() > 64*4+64 {
+		t.Fatalf("Len %d: abandoned claims kept the store over its bound", s.Len())
+	}
+	for i := range 200 {
+		k := fmt.Sprint("gone", i)
+		res, err := s.Claim(ctx, k, store.ClaimRequest{Owner: "new", Lease: time.Hour, TTL: time.Hour})
+		if err != nil || res.Status != store.Claimed || res.Takeover {
+			t.Fatalf("abandoned %s: %v %v (takeover %v), want it evicted before the completed records", k, res.Status, err, res.Takeover)
+		}
+	}
+}
+
+// Past MaxRecords, completed records are evicted, oldest first; live claims
+// never are.
 func TestMaxRecords(t *testing.T) {
 	c := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	s := memstore.New(memstore.Options{Clock: c, MaxRecords: 64 * 4})
