@@ -386,4 +386,6 @@ func TestHugeCacheEntriesKeepsCache(t *testing.T) {
 	}
 }
 
-func key(i int) string { return "k" + string(rune('a'+i%26)) + string(rune('a'+i/26%26)) + string(rune('0'+i/676)) }
+func key(i int) string {
+	return "k" + string(rune('a'+i%26)) + string(rune('a'+i/26%26)) + string(rune('0'+i/676))
+}
