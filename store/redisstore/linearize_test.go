@@ -1,0 +1,95 @@
+package redisstore_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/idemrt/idem/internal/redistest"
+	"github.com/idemrt/idem/store/redisstore"
+	"github.com/idemrt/idem/store/storetest"
+)
+
+// Concurrent histories against real redis-server processes, checked for
+// linearizability with porcupine (storetest.Linearizable). Leases and TTLs
+// outlive every history: expiry is covered on memstore's fake clock.
+
+// unknownOutcome: a call that failed for any reason but a corrupt record
+// (a timeout, a refused or reset connection, LOADING) may have taken effect.
+func unknownOutcome(err error) bool {
+	var corrupt *redisstore.CorruptError
+	return !errors.As(err, &corrupt)
+}
+
+// linearClient gives up on a reply after 100ms, so that a server that stops
+// answering yields calls of unknown outcome within a history. It does not
+// retry (MaxRetries -1): go-redis re-sends a pipeline whose reply timed out,
+// and when another client's call runs between the two copies, the second
+// copy's reply misreports the first one's effect (a Fail that released the
+// key answers ErrLeaseLost because the key was claimed meanwhile). With
+// retries on, TestLinearizablePaused finds such a history in most runs.
+func linearClient(t testing.TB, addr string) *redis.Client {
+	c := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: 100 * time.Millisecond,
+		ReadTimeout: 100 * time.Millisecond, WriteTimeout: 100 * time.Millisecond, MaxRetries: -1})
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func TestLinearizableSingle(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t, redistest.Options{})
+	storetest.Linearizable(t, harness(newClient(t, srv)), storetest.LinearOptions{Clients: 5, Keys: 3, Ops: 60, Histories: 10})
+}
+
+func TestLinearizableCluster(t *testing.T) {
+	t.Parallel()
+	cl := redistest.StartCluster(t, 3)
+	storetest.Linearizable(t, harness(newClusterClient(t, cl)), storetest.LinearOptions{Clients: 5, Keys: 3, Ops: 60, Histories: 5})
+}
+
+// The server is stopped (SIGSTOP) three times during each history, for
+// 150ms, 400ms and 150ms: calls time out, and those sent while it is stopped
+// run when it resumes, after their callers have given up on them. (150ms is
+// a read timeout plus go-redis's first retry backoff: with retries on, both
+// copies of a call run at the resume.)
+func TestLinearizablePaused(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t, redistest.Options{})
+	st := storetest.Linearizable(t, harness(linearClient(t, srv.Addr)), storetest.LinearOptions{
+		Clients: 5, Keys: 3, Ops: 40, Histories: 3, Think: time.Millisecond,
+		OpTimeout: 500 * time.Millisecond, Indefinite: unknownOutcome,
+		Fault: func(testing.TB) {
+			for _, d := range []time.Duration{150, 400, 150} {
+				time.Sleep(30 * time.Millisecond)
+				srv.Pause()
+				time.Sleep(d * time.Millisecond)
+				srv.Resume()
+			}
+		},
+	})
+	if st.Unknown == 0 {
+		t.Error("no call was left of unknown outcome: the pause missed the histories")
+	}
+}
+
+// The server is killed, stays down for 300ms and is restarted (with every
+// write fsynced before it is acknowledged) in the middle of each history.
+func TestLinearizableRestarted(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t, redistest.Options{Persist: true})
+	st := storetest.Linearizable(t, harness(linearClient(t, srv.Addr)), storetest.LinearOptions{
+		Clients: 5, Keys: 3, Ops: 40, Histories: 3, Think: time.Millisecond,
+		OpTimeout: 200 * time.Millisecond, Indefinite: unknownOutcome,
+		Fault: func(testing.TB) {
+			time.Sleep(20 * time.Millisecond)
+			srv.Kill()
+			time.Sleep(300 * time.Millisecond)
+			srv.Restart()
+		},
+	})
+	if st.Unknown == 0 {
+		t.Error("no call was left of unknown outcome: the restart missed the histories")
+	}
+}
