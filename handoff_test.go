@@ -3,6 +3,7 @@ package idem_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"sync"
 	"testing"
@@ -358,7 +359,7 @@ func TestHugeMaxRecordsKeepsResults(t *testing.T) {
 		mem := memstore.New(memstore.Options{MaxRecords: n})
 		rt := newRuntime(t, idem.Options{Store: mem})
 		for i := range 200 {
-			if _, err := idem.Do(bg, rt, key(i), value("v")); err != nil {
+			if _, err := idem.Do(bg, rt, fmt.Sprint("k", i), value("v")); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -384,8 +385,4 @@ func TestHugeCacheEntriesKeepsCache(t *testing.T) {
 			t.Fatalf("CacheEntries %d: the replay made %d store operations; want it served by the cache", n, got-ops)
 		}
 	}
-}
-
-func key(i int) string {
-	return "k" + string(rune('a'+i%26)) + string(rune('a'+i/26%26)) + string(rune('0'+i/676))
 }
