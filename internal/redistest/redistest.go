@@ -62,7 +62,7 @@ func Binary(t testing.TB) string {
 	return p
 }
 
-// Start starts a single redis-server and waits until it answers (itself:
+// Start starts a single redis-server and waits until it serves (itself:
 // the INFO reply names its process).
 func Start(t testing.TB, opts Options) *Server {
 	t.Helper()
@@ -128,12 +128,16 @@ func (s *Server) start() error {
 			return fmt.Errorf("redis-server on port %d exited at start; log:\n%s", s.Port, s.Log())
 		default:
 		}
-		// Ready means this process answers. Another server may hold the
+		// Ready means this process serves. Another server may hold the
 		// port (taken between freePort and now, or since a Kill): it would
 		// answer a PING as well, and the test would use a server that is
-		// not its own. Ours then exits at start, which ends the wait.
+		// not its own; ours then exits at start, which ends the wait. And
+		// ours answers INFO while it still loads its data set, when PING
+		// (like every command that touches data) fails with LOADING.
 		if info, err := Command(s.Addr, "INFO", "server"); err == nil && infoField(info, "process_id") == strconv.Itoa(cmd.Process.Pid) {
-			return nil
+			if reply, err := Command(s.Addr, "PING"); err == nil && reply == "PONG" {
+				return nil
+			}
 		}
 		if time.Now().After(deadline) {
 			s.Kill()
