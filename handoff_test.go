@@ -386,3 +386,34 @@ func TestHugeCacheEntriesKeepsCache(t *testing.T) {
 		}
 	}
 }
+
+// A lease is counted from when its claim was sent, not from when the answer
+// came back: the store started it no earlier. An unrenewed owner whose claim
+// answer was slow is let go when the store's lease ends, not a round trip
+// later, so it never runs on a lease the store has already ended.
+func TestLeaseCountsFromClaimSent(t *testing.T) {
+	clk := fakeClock()
+	h := newHooked(memStore(clk), false)
+	h.holdClaim = true
+	rt := newRuntime(t, idem.Options{Store: h, Clock: clk})
+	opts := []idem.Option{idem.WithLease(time.Second), idem.WithoutRenewal(), idem.WithSettle(time.Hour)}
+	a, c := newStepFn(t), newStepFn(t)
+	owner := goDo(bg, rt, "k", a.fn, opts...)
+	<-h.claimDone // the store took the claim at 0 s
+	clk.Advance(500 * time.Millisecond)
+	h.claimGo <- struct{}{} // its answer arrives at 0.5 s
+	started(t, a, "A")
+	waiter := goDo(bg, rt, "k", c.fn, opts...)
+	waitersAre(t, rt, 1)
+
+	clk.Advance(500 * time.Millisecond) // 1 s: the store's lease of A ends
+	started(t, c, "C (A's lease ended at 1 s)")
+	c.ret <- stepRet{v: "C"}
+	if r := recv(t, waiter); r.err != nil || r.v != "C" {
+		t.Fatalf("C: %+v", r)
+	}
+	a.ret <- stepRet{v: "A"}
+	if r := recv(t, owner); !errors.Is(r.err, idem.ErrLeaseLost) {
+		t.Fatalf("A: %+v, want ErrLeaseLost", r)
+	}
+}

@@ -294,7 +294,7 @@ func (s *Shard) claimed(e *entry, o *op) {
 		s.settleWaiters(e, c, e.waited)
 		s.deleteEntry(e)
 	case store.Claimed:
-		e.token, e.lease, e.leaseAt = res.Token, o.Claim.Lease, s.now()
+		e.token, e.lease, e.leaseAt = res.Token, o.Claim.Lease, o.sent
 		e.fp = nil
 		if cand.where != candidate || s.closing {
 			// The candidate left (or the runtime is closing): the claim
@@ -362,7 +362,7 @@ func (s *Shard) grant(e *entry, owner *Request) {
 		s.rearm()
 		return
 	}
-	s.scheduleRenew(e)
+	s.scheduleRenew(e, e.leaseAt)
 }
 
 // leaseEnded reports whether e's owner runs under a hard lease (no

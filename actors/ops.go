@@ -13,6 +13,10 @@ type op struct {
 	store.Op
 	e   *entry
 	fgt *forget
+	// sent is when the shard submitted the op. A lease granted or renewed
+	// by it is counted from then: the store started it no earlier, so the
+	// shard never believes in a lease the store has already ended.
+	sent time.Time
 }
 
 // maxFree bounds the shard's free lists of ops and entries.
@@ -48,6 +52,7 @@ func (s *Shard) freeOp(o *op) {
 // the group-commit batcher.
 func (s *Shard) submit(o *op) {
 	s.nOps.Add(1)
+	o.sent = s.now()
 	if s.inline {
 		// An in-process store does not block: no timeout, no batch.
 		s.nBatches.Add(1)
@@ -127,9 +132,10 @@ func (s *Shard) handle(o *op) {
 	}
 }
 
-func (s *Shard) scheduleRenew(e *entry) {
+// scheduleRenew arms the next renewal of e's lease a third of it after from.
+func (s *Shard) scheduleRenew(e *entry, from time.Time) {
 	e.timer.kind = timerRenew
-	s.timers.schedule(&e.timer, s.now().Add(e.lease/3))
+	s.timers.schedule(&e.timer, from.Add(e.lease/3))
 	s.rearm()
 }
 
@@ -189,8 +195,8 @@ func (s *Shard) extended(e *entry, o *op) {
 	}
 	switch {
 	case o.Err == nil:
-		e.leaseAt = s.now()
-		s.scheduleRenew(e)
+		e.leaseAt = o.sent
+		s.scheduleRenew(e, e.leaseAt)
 	case errors.Is(o.Err, store.ErrLeaseLost):
 		if e.owner.finishing.Load() {
 			return // the owner completed the key itself meanwhile
@@ -206,6 +212,6 @@ func (s *Shard) extended(e *entry, o *op) {
 			// store, which refuses it if the key was taken over.
 			e.owner.stop(store.ErrLeaseLost)
 		}
-		s.scheduleRenew(e)
+		s.scheduleRenew(e, s.now())
 	}
 }
