@@ -119,7 +119,9 @@ type ClaimResult struct {
 	// empty Owner (InProgress).
 	Token Token
 	// Takeover is true when a Claimed key was held by an owner whose lease
-	// had expired.
+	// had expired. A Claim sent again after its reply was lost (the Redis
+	// store does this itself) is answered as the holder's own replay, with
+	// Takeover false, even when its first run took the key over.
 	Takeover bool
 	// LeaseLeft is the lease time left to the holder (InProgress) or to the
 	// caller (Claimed).

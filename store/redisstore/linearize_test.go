@@ -24,15 +24,14 @@ func unknownOutcome(err error) bool {
 }
 
 // linearClient gives up on a reply after 100ms, so that a server that stops
-// answering yields calls of unknown outcome within a history. It does not
-// retry (MaxRetries -1): go-redis re-sends a pipeline whose reply timed out,
-// and when another client's call runs between the two copies, the second
-// copy's reply misreports the first one's effect (a Fail that released the
-// key answers ErrLeaseLost because the key was claimed meanwhile). With
-// retries on, TestLinearizablePaused finds such a history in most runs.
+// answering yields calls of unknown outcome within a history. It keeps
+// go-redis's default MaxRetries: the store's script calls are never re-sent
+// by go-redis (a second copy, run after another client's call, would
+// misreport the first one's effect), and the store repeats only the claims,
+// extends and gets whose repeat answers truly.
 func linearClient(t testing.TB, addr string) *redis.Client {
 	c := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: 100 * time.Millisecond,
-		ReadTimeout: 100 * time.Millisecond, WriteTimeout: 100 * time.Millisecond, MaxRetries: -1})
+		ReadTimeout: 100 * time.Millisecond, WriteTimeout: 100 * time.Millisecond})
 	t.Cleanup(func() { c.Close() })
 	return c
 }
@@ -52,8 +51,8 @@ func TestLinearizableCluster(t *testing.T) {
 // The server is stopped (SIGSTOP) three times during each history, for
 // 150ms, 400ms and 150ms: calls time out, and those sent while it is stopped
 // run when it resumes, after their callers have given up on them. (150ms is
-// a read timeout plus go-redis's first retry backoff: with retries on, both
-// copies of a call run at the resume.)
+// a read timeout plus the store's first repeat of a lost claim: both copies
+// of a claim run at the resume.)
 func TestLinearizablePaused(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t, redistest.Options{})

@@ -3,13 +3,24 @@
 //
 // Each transition is one Lua script (claim; finish = complete, permanent
 // failure or release; extend), atomic on the server, with the lease clock
-// taken from the Redis server (TIME), every write fenced by owner and fence,
-// and every script safe to run twice (go-redis retries a command whose reply
-// was lost). A record is one hash per key whose name carries a hash tag, so
+// taken from the Redis server (TIME) and every write fenced by owner and
+// fence. A record is one hash per key whose name carries a hash tag, so
 // every script touches one slot of a cluster. Batches of operations go out as
 // one pipeline (split per node by go-redis on a cluster). Scripts are loaded
 // at start on every master, and reloaded when a pipeline meets NOSCRIPT (a
 // restarted or failed-over node).
+//
+// go-redis never re-sends a script call whose reply was lost (a read
+// timeout, a dropped connection), whatever the client's MaxRetries: another
+// client's call may run between the two copies, and the second copy would
+// answer for the state it finds, not for what the first did (a Fail that
+// released the key would answer ErrLeaseLost after someone claimed it). A
+// lost reply is the caller's error, except for a Claim, an Extend or a Get:
+// the store sends those again itself, a few times, because their repeat
+// answers truly (but for a claim's Takeover flag, see store.ClaimResult).
+// The runtime repeats a Complete and a Fail. MOVED and ASK redirects are
+// still followed, and calls that Redis refused before running them
+// (TRYAGAIN, LOADING, ...) are sent again.
 //
 // Waiters on other instances are woken by pub/sub: a claim that finds the key
 // in progress registers its instance in the record's waiter set, in the same
@@ -18,8 +29,8 @@
 // the runtime also re-claims on a timer, and at once when this store reports
 // a resubscribe (wake-up "").
 //
-// See docs/redis.md for the data model, what survives which failure, and
-// sizing.
+// See docs/redis.md for the data model, lost replies, what survives which
+// failure, and sizing.
 package redisstore
 
 import (
@@ -28,6 +39,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -182,6 +194,9 @@ type call struct {
 	keys []string
 	args []any
 	cmd  *redis.Cmd
+	// unsure is set once a reply of the call was lost: a copy of it may
+	// have run (see Store.repeat).
+	unsure bool
 }
 
 // prepare validates op and builds its script call; it sets op.Err and
@@ -230,7 +245,13 @@ func (s *Store) prepare(op *store.Op) (call, bool) {
 
 // Batch implements [store.Batcher]: all ops go out in one pipeline. Ops
 // that meet NOSCRIPT (a node restarted or failed over and lost its script
-// cache) are retried once after the scripts are loaded again.
+// cache) are sent again once the scripts are loaded again. go-redis never
+// re-sends an op whose reply was lost (a read timeout, a dropped
+// connection), whatever the client's MaxRetries. The store itself sends
+// again, a few times while ctx lasts, a Claim, an Extend or a Get whose
+// reply was lost, and any op that Redis refused before running it
+// (TRYAGAIN, LOADING, CLUSTERDOWN and the like); for a Complete, a Fail or
+// a Forget whose reply was lost, the lost reply's error is the op's error.
 func (s *Store) Batch(ctx context.Context, ops []*store.Op) {
 	if s.tmo > 0 {
 		var cancel context.CancelFunc
@@ -246,37 +267,203 @@ func (s *Store) Batch(ctx context.Context, ops []*store.Op) {
 	if len(calls) == 0 {
 		return
 	}
-	s.exec(ctx, calls)
-	var retry []call
-	var at []int
-	for i, c := range calls {
-		if err := c.cmd.Err(); err != nil && isNoScript(err) {
-			retry = append(retry, c)
-			at = append(at, i)
-		}
-	}
-	if len(retry) > 0 {
-		if err := s.loadScripts(ctx); err == nil {
-			s.exec(ctx, retry)
-			for j, i := range at {
-				calls[i].cmd = retry[j].cmd
-			}
-		}
-	}
+	sent := time.Now()
+	s.run(ctx, calls)
+	s.repeat(ctx, calls, sent)
 	now := time.Now()
 	for _, c := range calls {
 		s.decode(c, now)
 	}
 }
 
+// run sends calls in one pipeline, then sends those that met NOSCRIPT once
+// more after loading the scripts. A NOSCRIPT reply means that the script
+// did not run, so sending it again runs it once.
+func (s *Store) run(ctx context.Context, calls []call) {
+	s.exec(ctx, calls)
+	var at []int
+	for i, c := range calls {
+		if err := c.cmd.Err(); err != nil && isNoScript(err) {
+			at = append(at, i)
+		}
+	}
+	if len(at) > 0 && s.loadScripts(ctx) == nil {
+		sub := pick(calls, at)
+		s.exec(ctx, sub)
+		keep(calls, at, sub)
+	}
+}
+
+// The store sends a call again at most maxRepeats times, after firstRepeat,
+// then twice as long before each next time.
+const (
+	maxRepeats  = 3
+	firstRepeat = 10 * time.Millisecond
+)
+
+// repeat sends again, up to maxRepeats times and while ctx lasts, the calls
+// that Redis refused before running them (see notRun), and the claims,
+// extends and gets whose reply was lost (see replyLost). calls were first
+// sent at sent.
+//
+// A refused call did not run: sending it again runs it once, whatever its
+// op, unless an earlier copy's reply was lost. A call whose reply was lost
+// may have run, and a repeat answers for the state it finds; the question
+// is whether a call of another client, run between the first copy and the
+// repeat, can make that answer wrong:
+//
+//   - Claim. A claim whose reply is lost may hold the key for a whole lease
+//     with no one to run it (a ghost claim), so it is worth repeating. The
+//     repeat has the same owner, and the claim script answers the owner
+//     that holds the key with Claimed and the same token. Nothing else can
+//     end a claim the first copy made: another owner's claim finds its
+//     lease live (in progress), Forget refuses a key in progress, the record
+//     lives at least the lease, and the holder's own Complete, Fail and
+//     Extend need the token this Claim has not returned yet. Only the end of
+//     the lease lets another owner take the key over, so a claim is
+//     repeated only within half a lease of its first send: the repeat then
+//     runs while the first copy's lease holds, unless it spends more than
+//     half a lease on its way to Redis. A first copy that found the key in
+//     progress or completed wrote nothing but the waiter set, and the
+//     repeat's answer is a state the key had during the call. One thing is
+//     lost: a first copy that took the key over is answered by the repeat
+//     as the holder's replay, with Takeover false (see [store.ClaimResult]).
+//   - Extend. Its one write renews the lease of the holder's own token
+//     (fenced by owner and fence); a repeat renews it again from a later
+//     moment, as the holder's next renewal would. A repeat that finds the
+//     key completed or taken over answers ErrLeaseLost, which is true when
+//     it runs. It is repeated within half a lease too, so that a renewal
+//     the first copy made still holds.
+//   - Get writes nothing: a repeat reads the key at a later moment of the
+//     same call.
+//
+// Complete, Fail and Forget whose reply was lost are not repeated: when a
+// call of another client runs between two copies, the repeat reports on
+// what that call left, not on what the first copy did (a Fail that
+// released the key, after someone claimed it, would answer ErrLeaseLost).
+// Their lost replies reach the caller as errors; the runtime repeats a
+// Complete (the finish script recognises its own completion) and a Fail
+// while the lease lasts.
+func (s *Store) repeat(ctx context.Context, calls []call, sent time.Time) {
+	wait := firstRepeat
+	for range maxRepeats {
+		if ctx.Err() != nil {
+			return
+		}
+		var at []int
+		for i := range calls {
+			c := &calls[i]
+			err := c.cmd.Err()
+			lost := replyLost(err)
+			c.unsure = c.unsure || lost
+			if (lost || notRun(err)) && (!c.unsure || repeatable(c.op, time.Since(sent))) {
+				at = append(at, i)
+			}
+		}
+		if len(at) == 0 {
+			return
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		wait *= 2
+		sub := pick(calls, at)
+		s.run(ctx, sub)
+		keep(calls, at, sub)
+	}
+}
+
+// repeatable reports whether op, first sent age ago, may be sent again
+// after a reply of it was lost: see [Store.repeat].
+func repeatable(op *store.Op, age time.Duration) bool {
+	switch op.Kind {
+	case store.OpClaim:
+		return age < op.Claim.Lease/2
+	case store.OpExtend:
+		return age < op.Lease/2
+	case store.OpGet:
+		return true
+	}
+	return false
+}
+
+// replyLost reports whether err says that no reply came (a read timeout, a
+// dropped or refused connection), so that the call may or may not have
+// run. A reply from Redis, even an error, is not lost; a call cut short by
+// a closed client is not repeated.
+func replyLost(err error) bool {
+	var reply redis.Error
+	return err != nil && !errors.As(err, &reply) && !errors.Is(err, redis.ErrClosed)
+}
+
+// notRun reports whether err is a reply by which Redis refuses a call
+// before running it, one that may succeed later: a dataset still loading,
+// a slot being migrated (TRYAGAIN), a cluster or master down, a write sent
+// to a replica, too few replicas, too many clients. (go-redis re-sends
+// such calls, but not the store's: see [noRetry].)
+func notRun(err error) bool {
+	return err != nil && (redis.IsTryAgainError(err) || redis.IsLoadingError(err) ||
+		redis.IsClusterDownError(err) || redis.IsMasterDownError(err) || redis.IsReadOnlyError(err) ||
+		redis.IsNoReplicasError(err) || redis.IsMaxClientsError(err))
+}
+
+// pick returns the calls at the indexes at.
+func pick(calls []call, at []int) []call {
+	sub := make([]call, len(at))
+	for j, i := range at {
+		sub[j] = calls[i]
+	}
+	return sub
+}
+
+// keep stores the replies of sub, picked from calls at at, in calls.
+func keep(calls []call, at []int, sub []call) {
+	for j, i := range at {
+		calls[i].cmd = sub[j].cmd
+	}
+}
+
+// exec sends calls in one pipeline.
 func (s *Store) exec(ctx context.Context, calls []call) {
 	pipe := s.c.Pipeline()
 	for i := range calls {
 		c := &calls[i]
-		c.cmd = c.sc.EvalSha(ctx, pipe, c.keys, c.args...)
+		c.cmd = evalSha(ctx, c.sc, c.keys, c.args)
+		_ = pipe.Process(ctx, noRetry{c.cmd})
 	}
 	_, _ = pipe.Exec(ctx) // errors are read per command
 }
+
+// evalSha builds the EVALSHA call of sc, as sc.EvalSha does.
+func evalSha(ctx context.Context, sc *redis.Script, keys []string, args []any) *redis.Cmd {
+	a := make([]any, 0, 3+len(keys)+len(args))
+	a = append(a, "evalsha", sc.Hash(), len(keys))
+	for _, k := range keys {
+		a = append(a, k)
+	}
+	a = append(a, args...)
+	cmd := redis.NewCmd(ctx, a...)
+	cmd.SetFirstKeyPos(3)
+	return cmd
+}
+
+// noRetry is a script call that go-redis must not send again once it may
+// have reached Redis. A pipeline (of a Client or a ClusterClient) that
+// holds a command whose NoRetry is true is not re-sent after a read
+// timeout or a dropped connection, whatever the client's MaxRetries: the
+// call may have run, and when another client's call runs between the two
+// copies, the second copy answers for the state it finds, not for what the
+// first one did. A MOVED or ASK reply still sends the call on to the node
+// that holds the key (it did not run), and NOSCRIPT is handled by
+// [Store.run].
+type noRetry struct{ *redis.Cmd }
+
+// NoRetry implements redis.Cmder: the call is never re-sent by go-redis.
+func (noRetry) NoRetry() bool { return true }
 
 func isNoScript(err error) bool { return strings.HasPrefix(err.Error(), "NOSCRIPT") }
 

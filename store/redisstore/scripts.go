@@ -18,8 +18,16 @@ import "github.com/redis/go-redis/v9"
 // instances, as "<instance>:<key>". A record in progress lives at least
 // max(lease, ttl), so its fence keeps increasing across takeovers; a
 // completed one lives ttl. Times come from TIME, never from a client. Every
-// write is fenced by owner and fence, and every script recognises a replay of
-// itself (go-redis retries a command whose reply was lost).
+// write is fenced by owner and fence. A script answers for the state it
+// finds, so running one twice is harmless only if nothing runs in between
+// that changes its answer: go-redis never re-sends a call whose reply was
+// lost (Store.exec marks every call NoRetry), and the store repeats only
+// calls whose repeat cannot be answered wrongly (Store.repeat): a claim
+// recognises its own owner and answers with the same token, an extend
+// renews the holder's own lease again, a get writes nothing. The finish
+// script recognises its own completion, so the runtime repeats a Complete;
+// a repeated release or forget may answer for another client's call made
+// in between, so the store does not repeat them.
 //
 // Replies are arrays whose first element is a code; -1 means the record is
 // corrupt and the second element says why.
