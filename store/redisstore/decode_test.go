@@ -70,7 +70,7 @@ func TestHandSetTimesAreCorrupt(t *testing.T) {
 		pttl int64
 	}{
 		"ttl-9e18ms":     {strconv.FormatInt(nowMs, 10), 9e18},
-		"ttl-101y":       {strconv.FormatInt(nowMs, 10), int64(store.MaxDuration/time.Millisecond) + 1},
+		"ttl-101y":       {strconv.FormatInt(nowMs, 10), int64(store.MaxDuration/time.Millisecond) + 86_400_000},
 		"created-neg":    {"-1000000000000000", 60_000},
 		"created-1e300":  {"1e300", 60_000},
 		"created-future": {strconv.FormatInt(nowMs+int64(store.MaxDuration/time.Millisecond)+86_400_000, 10), 60_000},
