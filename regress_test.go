@@ -126,10 +126,12 @@ func TestForgetDuringForcedClose(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- rt.Forget(fctx, "k") }()
 	<-h.forgetIn
-	go func() { time.Sleep(200 * time.Millisecond); close(h.forgetGo) }()
 	cctx, ccancel := context.WithTimeout(bg, 50*time.Millisecond)
 	defer ccancel()
-	_ = rt.Close(cctx)
+	if err := rt.Close(cctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Close with a store that does not answer: %v, want context.DeadlineExceeded", err)
+	}
+	close(h.forgetGo) // the store answers only after the shards stopped
 	select {
 	case err := <-done:
 		if !errors.Is(err, idem.ErrClosed) {

@@ -93,8 +93,9 @@ func Must(rt *Runtime, err error) *Runtime {
 // released), so no finished side effect goes unrecorded; later calls get
 // ErrClosed. If ctx ends first, Close stops waiting, fails the remaining
 // callers with ErrClosed, and returns ctx's error. When Close returns, no
-// goroutine of the runtime is left (only functions that ignore their
-// context may still be running).
+// goroutine of the runtime is left: only functions that ignore their
+// context may still be running, and, after a Close whose ctx ended, a store
+// batch still out (until it answers or StoreTimeout ends it).
 //
 // Close is idempotent, and every call honours its own ctx: a second Close
 // whose ctx ends while a first one waits for running functions ends that

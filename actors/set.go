@@ -199,7 +199,13 @@ func (set *Set) close(ctx context.Context) error {
 		set.sys.stop(s)
 	}
 	for _, s := range set.shards {
-		if s.io != nil {
+		switch {
+		case s.io == nil:
+		case err != nil:
+			// Past the deadline: a store batch still out finishes (within
+			// StoreTimeout) on its own, and its results go nowhere.
+			s.io.Halt()
+		default:
 			s.io.Stop()
 		}
 	}

@@ -49,6 +49,11 @@ func (w *IOWorker) Submit(job func()) bool {
 // Stop ends the goroutine after the job it is running, if any, and waits for
 // it. It is idempotent.
 func (w *IOWorker) Stop() {
-	w.once.Do(func() { close(w.done) })
+	w.Halt()
 	w.wg.Wait()
 }
+
+// Halt tells the goroutine to end after the job it is running, if any,
+// without waiting for that job: a shutdown whose deadline has passed must
+// not hang on a store that does not answer. It is idempotent.
+func (w *IOWorker) Halt() { w.once.Do(func() { close(w.done) }) }
