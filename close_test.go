@@ -106,3 +106,26 @@ func TestCloseIdle(t *testing.T) {
 		}
 	}
 }
+
+// A Close after a Close that is done returns the first one's result, even
+// with a context already ended (it once picked ctx.Done at random).
+func TestCloseAfterCloseReturnsFirstResult(t *testing.T) {
+	rt, err := idem.New(idem.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.Close(bg); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(bg)
+	cancel()
+	bad := 0
+	for range 100 {
+		if err := rt.Close(ctx); err != nil {
+			bad++
+		}
+	}
+	if bad > 0 {
+		t.Errorf("%d of 100 Close calls after a successful Close returned an error (ctx already done); want the first's result, nil", bad)
+	}
+}

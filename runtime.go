@@ -99,7 +99,8 @@ func Must(rt *Runtime, err error) *Runtime {
 //
 // Close is idempotent, and every call honours its own ctx: a second Close
 // whose ctx ends while a first one waits for running functions ends that
-// wait too, and returns ctx's error. A store given in Options is not
+// wait too, and returns ctx's error (the first then returns an error that
+// wraps context.Canceled). A store given in Options is not
 // closed.
 func (rt *Runtime) Close(ctx context.Context) error {
 	rt.closed.Store(true)

@@ -11,9 +11,10 @@
 //
 // Callers that arrive for a key in any of these states are parked in the
 // entry and answered by the actor when the key settles: no polling, and no
-// store round trip per waiter. After a transient failure the claim is handed
-// to exactly one parked caller, which runs the function; a completed result
-// or a permanent error goes to all of them.
+// store round trip per waiter. After a transient failure the owner's claim
+// is released and exactly one parked caller claims the key afresh, as a new
+// owner, and runs the function; a completed result or a permanent error goes
+// to all of them.
 //
 // The actor never blocks on I/O: store operations go through a group-commit
 // [mailbox.Committer] to a per-shard [mailbox.IOWorker], and their results

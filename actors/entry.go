@@ -108,6 +108,15 @@ func (s *Shard) onRequest(r *Request) {
 			s.reply(r, s.conflict(e))
 			return
 		}
+	case phReleasing:
+		// A failed owner's claim is being released (perhaps retried for
+		// a while): the key is still held. A caller that may not wait is
+		// told so; the fingerprint is checked against the next owner's,
+		// when it is granted.
+		if r.Settle == 0 {
+			s.reply(r, s.conflict(e))
+			return
+		}
 	}
 	s.park(e, r)
 	if s.leaseEnded(e) {
@@ -123,7 +132,7 @@ func (s *Shard) conflict(e *entry) Reply {
 func (s *Shard) leaseLeft(e *entry) time.Duration {
 	var left time.Duration
 	switch e.phase {
-	case phRunning, phFinishing:
+	case phRunning, phFinishing, phReleasing:
 		left = e.lease - s.now().Sub(e.leaseAt)
 	case phRemote:
 		left = e.left - s.now().Sub(e.leaseAt)

@@ -134,8 +134,8 @@ const (
 	Success FinishKind = iota + 1
 	// Permanent: Record holds the error to store and replay.
 	Permanent
-	// Transient: nothing is stored; the claim goes to one waiter or is
-	// released.
+	// Transient: nothing is stored; the claim is released and one waiter,
+	// if any, claims the key afresh.
 	Transient
 	// Panic: the claim is released and Err goes to the owner and to every
 	// waiter.

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -151,6 +152,11 @@ func (set *Set) Close(ctx context.Context) error {
 	}
 	select {
 	case <-set.done:
+		return set.closeErr // done already: never a coin toss with ctx
+	default:
+	}
+	select {
+	case <-set.done:
 		return set.closeErr
 	case <-ctx.Done():
 		// Stop the first call's wait as if its own ctx had ended: the
@@ -172,7 +178,7 @@ func (set *Set) Stopped() bool {
 }
 
 // errForced is the first Close's error when a later Close gave up first.
-var errForced = errors.New("idem: Close gave up waiting for running functions: a later Close's context ended first")
+var errForced = fmt.Errorf("idem: Close stopped waiting for running functions: a later Close's context ended first: %w", context.Canceled)
 
 func (set *Set) close(ctx context.Context) error {
 	for _, s := range set.shards {

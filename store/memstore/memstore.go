@@ -101,6 +101,7 @@ type record struct {
 	rec        store.Record
 	removeAt   time.Time
 	waiters    []string
+	listed     bool // in its shard's abandoned list
 }
 
 // New returns an empty Store.
@@ -140,8 +141,9 @@ func (s *Store) Close() error {
 	return nil
 }
 
-// Evicted returns how many completed records were evicted before their TTL
-// to keep within Options.MaxRecords.
+// Evicted returns how many records were evicted to keep within
+// Options.MaxRecords: completed records before their TTL, and claims in
+// progress that outlived their lease and TTL.
 func (s *Store) Evicted() int64 { return s.evicted.Load() }
 
 // Len returns how many records (in progress or completed, not yet removed)
@@ -187,17 +189,19 @@ func (sh *shard) sweep(now time.Time, n int) {
 			if r != it.rec {
 				continue
 			}
-			if r.state != completed {
-				// In progress: kept until completed, released or taken
-				// over (see live), or evicted first when space is needed.
-				// It has no queue item from now on; the next setRemoveAt
-				// gives it one.
-				r.removeAt = time.Time{}
-				sh.addAbandoned(it)
+			if now.Before(r.removeAt) {
+				// Renewed, taken over or completed since the item was
+				// pushed: its removal moved later.
+				q.push(expiryItem{at: r.removeAt.UnixNano(), key: it.key, rec: r})
 				continue
 			}
-			if now.Before(r.removeAt) {
-				q.push(expiryItem{at: r.removeAt.UnixNano(), key: it.key, rec: r}) // it was extended
+			if r.state != completed {
+				// A claim in progress past lease + TTL: kept until it is
+				// completed, released or taken over (see live), or evicted
+				// first when space is needed. It has no queue item from now
+				// on; the next setRemoveAt gives it one.
+				r.removeAt = time.Time{}
+				sh.addAbandoned(it)
 				continue
 			}
 			delete(sh.records, it.key)
@@ -209,16 +213,22 @@ func (sh *shard) sweep(now time.Time, n int) {
 // TTL. The list is pruned of claims since completed, released or taken over
 // each time its length doubles, so it stays within twice the live ones.
 func (sh *shard) addAbandoned(it expiryItem) {
+	if it.rec.listed {
+		return // still listed from an earlier time it was abandoned
+	}
 	if n := len(sh.abandoned); n >= 64 && n&(n-1) == 0 {
 		kept := sh.abandoned[:0]
 		for _, a := range sh.abandoned {
 			if sh.isAbandoned(a) {
 				kept = append(kept, a)
+			} else {
+				a.rec.listed = false
 			}
 		}
 		clear(sh.abandoned[len(kept):])
 		sh.abandoned = kept
 	}
+	it.rec.listed = true
 	sh.abandoned = append(sh.abandoned, it)
 }
 
@@ -240,6 +250,7 @@ func (sh *shard) evictOne() bool {
 		it := sh.abandoned[0]
 		sh.abandoned[0] = expiryItem{}
 		sh.abandoned = sh.abandoned[1:]
+		it.rec.listed = false
 		if sh.isAbandoned(it) {
 			delete(sh.records, it.key)
 			return true

@@ -1,0 +1,134 @@
+package idem_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/idemrt/idem"
+	"github.com/idemrt/idem/keyshard"
+	"github.com/idemrt/idem/store"
+	"github.com/idemrt/idem/store/memstore"
+)
+
+// failFail is a batched store (no store.InProcess) whose Fail returns a
+// store error while failing is set, without applying it.
+type failFail struct {
+	store.Store
+	mu      sync.Mutex
+	failing bool
+	fails   int
+}
+
+func (f *failFail) Fail(ctx context.Context, key string, tok store.Token) error {
+	f.mu.Lock()
+	failing := f.failing
+	if failing {
+		f.fails++
+	}
+	f.mu.Unlock()
+	if failing {
+		return errors.New("connection refused")
+	}
+	return f.Store.Fail(ctx, key, tok)
+}
+
+func (f *failFail) failCount() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.fails
+}
+
+func (f *failFail) Subscribe(ctx context.Context, fn func(string)) (string, func(), error) {
+	return f.Store.(store.Waker).Subscribe(ctx, fn)
+}
+
+// A WithSettle(0) caller gets ErrConflict at once while the shard retries
+// the release of a failed owner's claim (the store refuses the Fail; the
+// shard retries while the lease lasts, 1 min here), instead of being parked
+// until the release goes through.
+func TestSettleZeroAnsweredWhileReleaseRetried(t *testing.T) {
+	clk := fakeClock()
+	st := &failFail{Store: memStore(clk)}
+	rt := newRuntime(t, idem.Options{Store: st, Clock: clk})
+	a := newStepFn(t)
+	owner := goDo(bg, rt, "k", a.fn, idem.WithLease(time.Minute))
+	started(t, a, "A")
+	st.mu.Lock()
+	st.failing = true
+	st.mu.Unlock()
+	a.ret <- stepRet{err: errTransient}
+	if r := recv(t, owner); !errors.Is(r.err, errTransient) {
+		t.Fatalf("A: %+v", r)
+	}
+	eventually(t, "the release to fail", func() bool { return st.failCount() > 0 })
+
+	r := recv(t, goDo(bg, rt, "k", mustNotRun(t), idem.WithSettle(0)))
+	var ce *idem.ConflictError
+	if !errors.As(r.err, &ce) || ce.LeaseLeft <= 0 {
+		t.Fatalf("a WithSettle(0) caller while the release is retried: %+v, want a *ConflictError with the lease left", r)
+	}
+	st.mu.Lock()
+	st.failing = false
+	st.mu.Unlock()
+	clk.Advance(time.Second) // the retried release goes through
+	if v, err := idem.Do(bg, rt, "k", value("after"), idem.WithSettle(time.Hour)); err != nil || v != "after" {
+		t.Fatalf("after the release: %q %v", v, err)
+	}
+}
+
+// sameMemShard returns n keys that fall in one memstore shard (64 of them,
+// by keyshard.Hash).
+func sameMemShard(n int) []string {
+	var keys []string
+	want := keyshard.Hash("k0") % 64
+	for i := 0; len(keys) < n; i++ {
+		k := fmt.Sprint("k", i)
+		if keyshard.Hash(k)%64 == want {
+			keys = append(keys, k)
+		}
+	}
+	return keys
+}
+
+// An owner whose lease the runtime renews, running longer than claim +
+// lease + TTL, is not taken for an abandoned claim: a full in-memory store
+// evicts something else, and a second runtime does not run the key while
+// the first still holds it (it once did, and the first owner's result was
+// refused).
+func TestRenewedOwnerNotEvicted(t *testing.T) {
+	clk := fakeClock()
+	mem := memstore.New(memstore.Options{Clock: clk, MaxRecords: 64}) // one record per store shard
+	rt1 := newRuntime(t, idem.Options{Store: mem, Clock: clk})
+	rt2 := newRuntime(t, idem.Options{Store: mem, Clock: clk})
+	keys := sameMemShard(2)
+	opts := []idem.Option{idem.WithLease(3 * time.Second), idem.WithTTL(1500 * time.Millisecond)}
+	a := newStepFn(t)
+	owner := goDo(bg, rt1, keys[0], a.fn, opts...)
+	started(t, a, "A")
+	for i := range 4 { // renewals at 1, 2, 3 and 4 s: the lease runs to 7 s
+		ops := rt1.Stats().Ops
+		clk.Advance(time.Second)
+		eventually(t, fmt.Sprint("renewal ", i+1), func() bool { return rt1.Stats().Ops > ops })
+	}
+	clk.Advance(600 * time.Millisecond) // 4.6 s: past claim + lease + TTL (4.5 s), lease live to 7 s
+	if _, err := idem.Do(bg, rt2, keys[1], value("other"), opts...); err != nil {
+		t.Fatal(err)
+	}
+	var runs atomic.Int32
+	_, err := idem.Do(bg, rt2, keys[0], func(context.Context) (string, error) {
+		runs.Add(1)
+		return "B", nil
+	}, append(opts, idem.WithSettle(0))...)
+	if runs.Load() != 0 {
+		t.Errorf("a second runtime ran %s while its first owner held a live, renewed lease (evicted %d); its answer: %v", keys[0], mem.Evicted(), err)
+	}
+	a.ret <- stepRet{v: "A"}
+	if r := recv(t, owner); r.err != nil {
+		t.Errorf("A, renewed all along: %v", r.err)
+	}
+}
