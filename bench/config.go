@@ -45,10 +45,38 @@ func parseFlags(args []string, out io.Writer) (Config, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(out)
 	var c Config
-	var store, redisAddr, clusterAddrs, scenarios, systems string
-	fs.StringVar(&store, "store", "memory", "store: memory, redis or redis-cluster (set by -redis / -redis-cluster)")
-	fs.StringVar(&redisAddr, "redis", "", "address of a Redis server (host:port); selects the redis store")
-	fs.StringVar(&clusterAddrs, "redis-cluster", "", "comma-separated addresses of Redis Cluster nodes; selects the redis-cluster store")
+	var raw rawFlags
+	defineFlags(fs, &c, &raw)
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("unexpected arguments: %q", fs.Args())
+	}
+	storeSet := false
+	fs.Visit(func(f *flag.Flag) { storeSet = storeSet || f.Name == "store" })
+	if err := c.setStore(raw, storeSet); err != nil {
+		return c, err
+	}
+	if err := c.validate(); err != nil {
+		return c, err
+	}
+	return c, c.pickRuns(raw.scenarios, raw.systems)
+}
+
+// rawFlags are the flags that parseFlags turns into Config fields only
+// after checking them together.
+type rawFlags struct {
+	store, redisAddr, clusterAddrs string
+	scenarios, systems             string
+}
+
+// defineFlags defines the harness's flags on fs, to be parsed into c and
+// raw.
+func defineFlags(fs *flag.FlagSet, c *Config, raw *rawFlags) {
+	fs.StringVar(&raw.store, "store", "memory", "store: memory, redis or redis-cluster (set by -redis / -redis-cluster)")
+	fs.StringVar(&raw.redisAddr, "redis", "", "address of a Redis server (host:port); selects the redis store")
+	fs.StringVar(&raw.clusterAddrs, "redis-cluster", "", "comma-separated addresses of Redis Cluster nodes; selects the redis-cluster store")
 	fs.DurationVar(&c.Duration, "duration", time.Second, "how long each system runs each scenario")
 	fs.IntVar(&c.Concurrency, "concurrency", 64, "concurrent callers")
 	fs.IntVar(&c.Keys, "keys", 10000, "distinct keys in the replay and zipf scenarios")
@@ -59,8 +87,8 @@ func parseFlags(args []string, out io.Writer) (Config, error) {
 	fs.DurationVar(&c.Work, "work", 0, "time the function takes (most scenarios)")
 	fs.DurationVar(&c.StormWork, "storm-work", 5*time.Millisecond, "time the function takes in the storm scenario (the duplicates arrive meanwhile)")
 	fs.DurationVar(&c.SlowWork, "slow-work", 20*time.Millisecond, "time the function takes in the slow scenario")
-	fs.StringVar(&scenarios, "scenarios", strings.Join(allScenarios, ","), "scenarios to run: "+strings.Join(allScenarios, ","))
-	fs.StringVar(&systems, "systems", "", "systems to run (default: all for the store): "+strings.Join(memorySystems, ",")+" | "+strings.Join(redisSystems, ","))
+	fs.StringVar(&raw.scenarios, "scenarios", strings.Join(allScenarios, ","), "scenarios to run: "+strings.Join(allScenarios, ","))
+	fs.StringVar(&raw.systems, "systems", "", "systems to run (default: all for the store): "+strings.Join(memorySystems, ",")+" | "+strings.Join(redisSystems, ","))
 	fs.StringVar(&c.Out, "out", "", "directory to write report.json and report.html to")
 	fs.StringVar(&c.CPUProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
 	fs.BoolVar(&c.NoProgress, "no-progress", false, "do not print the live progress line")
@@ -68,68 +96,76 @@ func parseFlags(args []string, out io.Writer) (Config, error) {
 	fs.DurationVar(&c.PollInterval, "poll-interval", 50*time.Millisecond, "sleep between checks of the poll baseline")
 	fs.IntVar(&c.Shards, "shards", 0, "idem's shard count (0: its default, 2 × GOMAXPROCS)")
 	fs.StringVar(&c.Metrics, "metrics", "", "serve idem's Prometheus metrics on this address while running, e.g. :9090 (idem then runs with its observer on)")
-	if err := fs.Parse(args); err != nil {
-		return c, err
-	}
-	if fs.NArg() > 0 {
-		return c, fmt.Errorf("unexpected arguments: %q", fs.Args())
-	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+}
+
+// setStore sets c.Store and c.RedisAddrs from -store, -redis and
+// -redis-cluster; storeSet says whether -store was given.
+func (c *Config) setStore(raw rawFlags, storeSet bool) error {
 	switch {
-	case redisAddr != "" && clusterAddrs != "":
-		return c, errors.New("-redis and -redis-cluster exclude each other")
-	case redisAddr != "":
-		if set["store"] && store != "redis" {
-			return c, fmt.Errorf("-redis conflicts with -store %s", store)
+	case raw.redisAddr != "" && raw.clusterAddrs != "":
+		return errors.New("-redis and -redis-cluster exclude each other")
+	case raw.redisAddr != "":
+		if storeSet && raw.store != "redis" {
+			return fmt.Errorf("-redis conflicts with -store %s", raw.store)
 		}
-		c.Store, c.RedisAddrs = "redis", []string{redisAddr}
-	case clusterAddrs != "":
-		if set["store"] && store != "redis-cluster" {
-			return c, fmt.Errorf("-redis-cluster conflicts with -store %s", store)
+		c.Store, c.RedisAddrs = "redis", []string{raw.redisAddr}
+	case raw.clusterAddrs != "":
+		if storeSet && raw.store != "redis-cluster" {
+			return fmt.Errorf("-redis-cluster conflicts with -store %s", raw.store)
 		}
 		c.Store = "redis-cluster"
-		for _, a := range strings.Split(clusterAddrs, ",") {
+		for _, a := range strings.Split(raw.clusterAddrs, ",") {
 			if a = strings.TrimSpace(a); a != "" {
 				c.RedisAddrs = append(c.RedisAddrs, a)
 			}
 		}
 	default:
-		if store != "memory" {
-			return c, fmt.Errorf("-store %s needs its addresses: use -redis host:port or -redis-cluster host:port,...", store)
+		if raw.store != "memory" {
+			return fmt.Errorf("-store %s needs its addresses: use -redis host:port or -redis-cluster host:port,...", raw.store)
 		}
 		c.Store = "memory"
 	}
 	for _, a := range c.RedisAddrs {
 		if !strings.Contains(a, ":") {
-			return c, fmt.Errorf("Redis address %q: want host:port", a)
+			return fmt.Errorf("Redis address %q: want host:port", a)
 		}
 	}
+	return nil
+}
+
+// validate checks the numeric flags and -dist.
+func (c *Config) validate() error {
 	switch {
 	case c.Duration <= 0:
-		return c, fmt.Errorf("-duration %v must be positive", c.Duration)
+		return fmt.Errorf("-duration %v must be positive", c.Duration)
 	case c.Concurrency <= 0 || c.Concurrency > 100000:
-		return c, fmt.Errorf("-concurrency %d must be in 1..100000", c.Concurrency)
+		return fmt.Errorf("-concurrency %d must be in 1..100000", c.Concurrency)
 	case c.Keys <= 0:
-		return c, fmt.Errorf("-keys %d must be positive", c.Keys)
+		return fmt.Errorf("-keys %d must be positive", c.Keys)
 	case c.StormSize <= 1 || c.StormSize > 100000:
-		return c, fmt.Errorf("-storm %d must be in 2..100000", c.StormSize)
+		return fmt.Errorf("-storm %d must be in 2..100000", c.StormSize)
 	case c.DupRatio < 0 || c.DupRatio > 1:
-		return c, fmt.Errorf("-dup %v must be in 0..1", c.DupRatio)
+		return fmt.Errorf("-dup %v must be in 0..1", c.DupRatio)
 	case c.Dist != "uniform" && c.Dist != "zipf":
-		return c, fmt.Errorf("-dist %q: want uniform or zipf", c.Dist)
+		return fmt.Errorf("-dist %q: want uniform or zipf", c.Dist)
 	case c.Settle < 0:
-		return c, fmt.Errorf("-settle %v must not be negative", c.Settle)
+		return fmt.Errorf("-settle %v must not be negative", c.Settle)
 	case c.Work < 0 || c.SlowWork < 0 || c.StormWork < 0:
-		return c, errors.New("-work, -storm-work and -slow-work must not be negative")
+		return errors.New("-work, -storm-work and -slow-work must not be negative")
 	case c.Shards < 0:
-		return c, fmt.Errorf("-shards %d must not be negative", c.Shards)
+		return fmt.Errorf("-shards %d must not be negative", c.Shards)
 	case c.PollInterval <= 0:
-		return c, fmt.Errorf("-poll-interval %v must be positive", c.PollInterval)
+		return fmt.Errorf("-poll-interval %v must be positive", c.PollInterval)
 	}
+	return nil
+}
+
+// pickRuns sets c.Scenarios and c.Systems from the -scenarios and -systems
+// lists; no -systems means every system of the store.
+func (c *Config) pickRuns(scenarios, systems string) error {
 	var err error
 	if c.Scenarios, err = pick("scenario", scenarios, allScenarios); err != nil {
-		return c, err
+		return err
 	}
 	avail := memorySystems
 	if c.Store != "memory" {
@@ -137,10 +173,10 @@ func parseFlags(args []string, out io.Writer) (Config, error) {
 	}
 	if systems == "" {
 		c.Systems = avail
-	} else if c.Systems, err = pick("system", systems, avail); err != nil {
-		return c, err
+		return nil
 	}
-	return c, nil
+	c.Systems, err = pick("system", systems, avail)
+	return err
 }
 
 func pick(what, list string, valid []string) ([]string, error) {

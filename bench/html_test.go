@@ -254,8 +254,8 @@ func TestWriteHTML(t *testing.T) {
 		}
 	}
 	for _, want := range []string{
-		"idem benchmark report", "2026-12-02 17:30:00 UTC", "14.2s", "go1.26.8", "AMD EPYC 7B13", "GOMAXPROCS",
-		"storm size", "1,000", "50ms",
+		"idem benchmark report", "2026-12-02 17:30:00 UTC", "14.2 s", "go1.26.8", "AMD EPYC 7B13", "GOMAXPROCS",
+		"storm size", "1,000", "50 ms",
 		"Keys that ran more than once", "storm-12", nastyKey, "37 keys", "and 32 more", "37 ran twice",
 		"not met", "skipped", "needs -redis; this run used the memory store", "≥ 1.5×",
 		"settle p50", "context deadline exceeded", "1.48M/s", "joined",

@@ -17,6 +17,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -105,10 +106,36 @@ func runAll(ctx context.Context, cfg Config) (*Report, error) {
 		}
 		rep.Machine.Redis = redisVersion(ctx, client)
 	}
-	fmt.Printf("idem benchmark: store %s, %d callers, %v per run, scenarios %s, systems %s\n",
-		cfg.Store, cfg.Concurrency, cfg.Duration, strings.Join(cfg.Scenarios, ","), strings.Join(cfg.Systems, ","))
-	fmt.Printf("%s, %s/%s, %d CPUs (GOMAXPROCS %d)%s\n", rep.Machine.GoVersion, rep.Machine.OS, rep.Machine.Arch,
-		rep.Machine.CPUs, rep.Machine.GOMAXPROCS, cpuSuffix(rep.Machine.CPUModel))
+	printHeader(os.Stdout, cfg, rep.Machine)
+	if err := runScenarios(ctx, e, rep); err != nil {
+		return nil, err
+	}
+	if sz, err := measureSizes(ctx, e); err != nil {
+		fmt.Fprintln(os.Stderr, "bench: measuring sizes:", err)
+	} else {
+		rep.Sizes = append(rep.Sizes, sz)
+		printSizes(os.Stdout, rep.Sizes)
+	}
+	rb := redisBenchmark(ctx, e)
+	rep.Targets = targets(cfg, rep.Results, rb)
+	printTargets(os.Stdout, rep.Targets)
+	printFailures(os.Stdout, rep.Results)
+	rep.Duration = time.Since(rep.Started).Round(time.Millisecond).String()
+	return rep, nil
+}
+
+func printHeader(w io.Writer, cfg Config, m Machine) {
+	fmt.Fprintf(w, "idem benchmark: store %s, %s callers, %s per run, scenarios %s, systems %s\n",
+		cfg.Store, count(int64(cfg.Concurrency)), duration(cfg.Duration), strings.Join(cfg.Scenarios, ","), strings.Join(cfg.Systems, ","))
+	fmt.Fprintf(w, "%s, %s/%s, %s CPUs (GOMAXPROCS %s)%s\n", m.GoVersion, m.OS, m.Arch,
+		count(int64(m.CPUs)), count(int64(m.GOMAXPROCS)), cpuSuffix(m.CPUModel))
+}
+
+// runScenarios runs every configured system in every configured scenario,
+// adds the results to rep and prints each scenario's table. rep.OK turns
+// false when a key ran twice or a call got a wrong result.
+func runScenarios(ctx context.Context, e *env, rep *Report) error {
+	cfg := e.cfg
 	var progress *os.File
 	if !cfg.NoProgress && term.IsTerminal(int(os.Stderr.Fd())) {
 		progress = os.Stderr
@@ -117,7 +144,7 @@ func runAll(ctx context.Context, cfg Config) (*Report, error) {
 		for _, name := range cfg.Systems {
 			sys, err := newSystem(name, e, sc)
 			if err != nil {
-				return nil, fmt.Errorf("%s/%s: %w", sc, name, err)
+				return fmt.Errorf("%s/%s: %w", sc, name, err)
 			}
 			r := &run{cfg: cfg, scenario: sc, sys: sys, prefix: fmt.Sprintf("%s%s:%s:k", e.prefix, sc, name), tr: newTracker()}
 			if progress != nil {
@@ -126,7 +153,7 @@ func runAll(ctx context.Context, cfg Config) (*Report, error) {
 			res, err := r.execute(ctx)
 			sys.close()
 			if err != nil {
-				return nil, err
+				return err
 			}
 			if res.RanTwiceCount > 0 || res.WrongResults > 0 {
 				rep.OK = false
@@ -136,33 +163,35 @@ func runAll(ctx context.Context, cfg Config) (*Report, error) {
 		addRatios(rep.Results)
 		printScenario(os.Stdout, sc, rep.Results)
 	}
-	if sz, err := measureSizes(ctx, e); err != nil {
-		fmt.Fprintln(os.Stderr, "bench: measuring sizes:", err)
-	} else {
-		rep.Sizes = append(rep.Sizes, sz)
-		printSizes(os.Stdout, rep.Sizes)
+	return nil
+}
+
+// redisBenchmark runs redis-benchmark on the claim script when the store
+// is Redis and -redis-benchmark is on; otherwise it returns nil.
+func redisBenchmark(ctx context.Context, e *env) *redisBenchResult {
+	if e.cfg.Store == "memory" || !e.cfg.RedisBench {
+		return nil
 	}
-	var rb *redisBenchResult
-	if cfg.Store != "memory" && cfg.RedisBench {
-		client := e.redisClient()
-		rb = runRedisBenchmark(ctx, cfg, loadInto(client))
-		client.Close()
-		if rb.err == nil {
-			fmt.Printf("\nredis-benchmark, claim script pipelined (-c 50 -P 16): %.0f claims/s\n", rb.claimsPerSec)
-		}
+	client := e.redisClient()
+	rb := runRedisBenchmark(ctx, e.cfg, loadInto(client))
+	client.Close()
+	if rb.err == nil {
+		fmt.Printf("\nredis-benchmark, claim script pipelined (-c 50 -P 16): %s claims/s\n", si(rb.claimsPerSec))
 	}
-	rep.Targets = targets(cfg, rep.Results, rb)
-	printTargets(os.Stdout, rep.Targets)
-	for _, r := range rep.Results {
+	return rb
+}
+
+// printFailures lists the results that ran a key more than once or gave a
+// call a wrong result.
+func printFailures(w io.Writer, results []Result) {
+	for _, r := range results {
 		if r.RanTwiceCount > 0 {
-			fmt.Printf("\n%s/%s: %d keys ran more than once, e.g. %s\n", r.Scenario, r.System, r.RanTwiceCount, strings.Join(r.RanTwice, ", "))
+			fmt.Fprintf(w, "\n%s/%s: %s keys ran more than once, e.g. %s\n", r.Scenario, r.System, count(r.RanTwiceCount), strings.Join(r.RanTwice, ", "))
 		}
 		if r.WrongResults > 0 {
-			fmt.Printf("\n%s/%s: %d calls got a wrong result: %s\n", r.Scenario, r.System, r.WrongResults, r.FirstError)
+			fmt.Fprintf(w, "\n%s/%s: %s calls got a wrong result: %s\n", r.Scenario, r.System, count(r.WrongResults), r.FirstError)
 		}
 	}
-	rep.Duration = time.Since(rep.Started).Round(time.Millisecond).String()
-	return rep, nil
 }
 
 // serveMetrics serves the idem systems' metrics at addr/metrics until stop.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"sort"
 	"time"
 )
 
@@ -68,6 +69,23 @@ type Result struct {
 	// Ratios of this result's throughput to each baseline's in the same
 	// scenario (only on the idem rows).
 	Ratios map[string]float64 `json:"ratios,omitempty"`
+}
+
+// ranTwice is how many keys r ran more than once: RanTwiceCount, or the
+// number of keys listed when that is more.
+func (r Result) ranTwice() int64 {
+	return max(r.RanTwiceCount, int64(len(r.RanTwice)))
+}
+
+// sortedKeys lists the keys of m, such as a Result's Ratios or Outcomes, in
+// order.
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 // Latency is a latency distribution summary, with a histogram for charts.

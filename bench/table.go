@@ -3,35 +3,9 @@ package main
 import (
 	"fmt"
 	"io"
-	"sort"
 	"strings"
 	"text/tabwriter"
 )
-
-// dur formats microseconds readably.
-func fmtUS(us float64) string {
-	switch {
-	case us == 0:
-		return "-"
-	case us < 1:
-		return fmt.Sprintf("%.0fns", us*1e3)
-	case us < 1000:
-		return fmt.Sprintf("%.1fµs", us)
-	case us < 1e6:
-		return fmt.Sprintf("%.2fms", us/1e3)
-	}
-	return fmt.Sprintf("%.2fs", us/1e6)
-}
-
-func rate(v float64) string {
-	switch {
-	case v >= 1e6:
-		return fmt.Sprintf("%.2fM/s", v/1e6)
-	case v >= 1e3:
-		return fmt.Sprintf("%.1fk/s", v/1e3)
-	}
-	return fmt.Sprintf("%.0f/s", v)
-}
 
 // printScenario writes the table of one scenario's results.
 func printScenario(w io.Writer, scenario string, results []Result) {
@@ -42,38 +16,34 @@ func printScenario(w io.Writer, scenario string, results []Result) {
 		if r.Scenario != scenario {
 			continue
 		}
-		execs := fmt.Sprintf("%d/%d", r.Executions, r.KeysCompleted)
-		if r.RanTwiceCount > 0 {
-			execs += fmt.Sprintf(" (%d ran twice!)", r.RanTwiceCount)
+		execs := count(r.Executions) + "/" + count(r.KeysCompleted)
+		if k := r.ranTwice(); k > 0 {
+			execs += " (" + count(k) + " ran twice!)"
 		}
-		trips, per := "-", "-"
-		if r.StoreRoundTrips > 0 {
-			trips = fmt.Sprint(r.StoreRoundTrips)
-			per = fmt.Sprintf("%.1f", float64(r.StoreOps)/float64(r.StoreRoundTrips))
-		}
-		errs := fmt.Sprint(r.Errors)
+		errs := count(r.Errors)
 		if r.WrongResults > 0 {
-			errs += fmt.Sprintf(" +%d WRONG", r.WrongResults)
+			errs += " +" + count(r.WrongResults) + " WRONG"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.1f\t%s\t\n",
-			r.System, rate(r.Throughput), fmtUS(r.Latency.P50), fmtUS(r.Latency.P99), fmtUS(r.Latency.P999),
-			fmtUS(r.Settle.P50), fmtUS(r.Settle.P99), execs, errs, trips, per, r.AllocsPerOp, ratios(r.Ratios))
+		opsPerTrip := noValue
+		if r.StoreRoundTrips > 0 {
+			opsPerTrip = decimal(float64(r.StoreOps) / float64(r.StoreRoundTrips))
+		}
+		cells := []string{
+			r.System, rate(r.Throughput),
+			micros(r.Latency.P50), micros(r.Latency.P99), micros(r.Latency.P999),
+			settleMicros(r.Settle, r.Settle.P50), settleMicros(r.Settle, r.Settle.P99),
+			execs, errs, count(r.StoreRoundTrips), opsPerTrip, decimal(r.AllocsPerOp), ratios(r.Ratios),
+		}
+		fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t")
 	}
 	tw.Flush()
 }
 
+// ratios lists a result's throughput ratios to the baselines: "1.63× mutex-map, 2.26× poll".
 func ratios(m map[string]float64) string {
-	if len(m) == 0 {
-		return ""
-	}
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = fmt.Sprintf("%.2fx %s", m[k], k)
+	parts := make([]string, 0, len(m))
+	for _, k := range sortedKeys(m) {
+		parts = append(parts, ratio(m[k])+" "+k)
 	}
 	return strings.Join(parts, ", ")
 }
@@ -110,8 +80,8 @@ func printTargets(w io.Writer, ts []Target) {
 			detail = t.Skipped
 		}
 		r := ""
-		if t.Ratio != 0 {
-			r = fmt.Sprintf("%.2fx", t.Ratio)
+		if t.Ratio != 0 && finite(t.Ratio) {
+			r = ratio(t.Ratio)
 		}
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", status, t.Name, r, t.Goal, detail)
 	}
@@ -120,10 +90,10 @@ func printTargets(w io.Writer, ts []Target) {
 
 func printSizes(w io.Writer, ss []Sizes) {
 	for _, s := range ss {
-		fmt.Fprintf(w, "\nmemory (%s): %.0f B per key in flight, %.0f B per stored record (Go heap: runtime, cache and store)",
-			s.System, s.BytesPerInFlightKey, s.BytesPerRecord)
+		fmt.Fprintf(w, "\nmemory (%s): %s per key in flight, %s per stored record (Go heap: runtime, cache and store)",
+			s.System, bytesPer(s.BytesPerInFlightKey), bytesPer(s.BytesPerRecord))
 		if s.RedisBytesPerRecord > 0 {
-			fmt.Fprintf(w, ", %.0f B per record in Redis (MEMORY USAGE)", s.RedisBytesPerRecord)
+			fmt.Fprintf(w, ", %s per record in Redis (MEMORY USAGE)", bytesPer(s.RedisBytesPerRecord))
 		}
 		fmt.Fprintln(w)
 	}

@@ -135,84 +135,23 @@ func (r *run) newWorker(work time.Duration) *worker {
 // execute runs the scenario for the configured duration and returns its
 // result.
 func (r *run) execute(ctx context.Context) (Result, error) {
-	cfg := r.cfg
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
 	stopProgress := r.startProgress()
 	start := time.Now()
-	deadline := start.Add(cfg.Duration)
+	deadline := start.Add(r.cfg.Duration)
 	switch r.scenario {
 	case "unique":
-		r.parallel(cfg.Concurrency, cfg.Work, func(w *worker, rng *rand.Rand) {
-			for time.Now().Before(deadline) {
-				w.call(ctx, r.sys, r.prefix, r.nextID.Add(1), false, time.Now())
-			}
-		})
+		r.unique(ctx, deadline)
 	case "replay":
-		// Store every key once (not measured), then replay them.
-		r.parallel(cfg.Concurrency, cfg.Work, func(w *worker, rng *rand.Rand) {
-			for id := r.nextID.Add(1); id <= int64(cfg.Keys); id = r.nextID.Add(1) {
-				w.call(ctx, r.sys, r.prefix, id, false, time.Now())
-			}
-		})
-		r.resetMeasurements()
-		runtime.GC()
-		runtime.ReadMemStats(&before)
-		start = time.Now()
-		deadline = start.Add(cfg.Duration)
-		r.parallel(cfg.Concurrency, cfg.Work, func(w *worker, rng *rand.Rand) {
-			for time.Now().Before(deadline) {
-				w.call(ctx, r.sys, r.prefix, 1+rng.Int64N(int64(cfg.Keys)), false, time.Now())
-			}
-		})
+		start = r.replay(ctx, &before)
 	case "zipf":
-		r.parallel(cfg.Concurrency, cfg.Work, func(w *worker, rng *rand.Rand) {
-			z := rand.NewZipf(rng, 1.1, 1, uint64(cfg.Keys-1))
-			for time.Now().Before(deadline) {
-				id := 1 + rng.Int64N(int64(cfg.Keys))
-				if cfg.Dist == "zipf" {
-					id = 1 + int64(z.Uint64())
-				}
-				w.call(ctx, r.sys, r.prefix, id, true, time.Now())
-			}
-		})
+		r.zipf(ctx, deadline)
 	case "slow":
-		var last atomic.Int64
-		r.parallel(cfg.Concurrency, cfg.SlowWork, func(w *worker, rng *rand.Rand) {
-			for time.Now().Before(deadline) {
-				l := last.Load()
-				var id int64
-				if l > 0 && rng.Float64() < cfg.DupRatio {
-					id = l - rng.Int64N(min(int64(cfg.Concurrency/2+1), l)) // recent: likely in flight
-				} else {
-					id = r.nextID.Add(1)
-					last.Store(id)
-				}
-				w.call(ctx, r.sys, r.prefix, id, true, time.Now())
-			}
-		})
+		r.slow(ctx, deadline)
 	case "storm":
-		ws := make([]*worker, cfg.StormSize)
-		for i := range ws {
-			ws[i] = r.newWorker(cfg.StormWork)
-		}
-		for rounds := 0; rounds == 0 || time.Now().Before(deadline); rounds++ {
-			id := r.nextID.Add(1)
-			release := make(chan struct{})
-			var wg sync.WaitGroup
-			var t0 time.Time
-			for _, w := range ws {
-				wg.Go(func() {
-					<-release
-					w.call(ctx, r.sys, r.prefix, id, true, t0)
-				})
-			}
-			runtime.Gosched()
-			t0 = time.Now()
-			close(release)
-			wg.Wait()
-		}
+		r.storm(ctx, deadline)
 	default:
 		return Result{}, fmt.Errorf("unknown scenario %q", r.scenario)
 	}
@@ -221,6 +160,99 @@ func (r *run) execute(ctx context.Context) (Result, error) {
 	runtime.ReadMemStats(&after)
 	r.maxID = r.nextID.Load()
 	return r.result(elapsed, &before, &after), nil
+}
+
+// unique calls a new key every time, until deadline.
+func (r *run) unique(ctx context.Context, deadline time.Time) {
+	r.parallel(r.cfg.Concurrency, r.cfg.Work, func(w *worker, rng *rand.Rand) {
+		for time.Now().Before(deadline) {
+			w.call(ctx, r.sys, r.prefix, r.nextID.Add(1), false, time.Now())
+		}
+	})
+}
+
+// replay stores every key once (not measured), then replays random ones
+// for the configured duration. It returns when the replays started, and
+// sets before to the memory statistics of then.
+func (r *run) replay(ctx context.Context, before *runtime.MemStats) (start time.Time) {
+	cfg := r.cfg
+	r.parallel(cfg.Concurrency, cfg.Work, func(w *worker, rng *rand.Rand) {
+		for id := r.nextID.Add(1); id <= int64(cfg.Keys); id = r.nextID.Add(1) {
+			w.call(ctx, r.sys, r.prefix, id, false, time.Now())
+		}
+	})
+	r.resetMeasurements()
+	runtime.GC()
+	runtime.ReadMemStats(before)
+	start = time.Now()
+	deadline := start.Add(cfg.Duration)
+	r.parallel(cfg.Concurrency, cfg.Work, func(w *worker, rng *rand.Rand) {
+		for time.Now().Before(deadline) {
+			w.call(ctx, r.sys, r.prefix, 1+rng.Int64N(int64(cfg.Keys)), false, time.Now())
+		}
+	})
+	return start
+}
+
+// zipf calls keys drawn from -keys, skewed by -dist, until deadline: new,
+// in flight and completed ones mixed.
+func (r *run) zipf(ctx context.Context, deadline time.Time) {
+	cfg := r.cfg
+	r.parallel(cfg.Concurrency, cfg.Work, func(w *worker, rng *rand.Rand) {
+		z := rand.NewZipf(rng, 1.1, 1, uint64(cfg.Keys-1))
+		for time.Now().Before(deadline) {
+			id := 1 + rng.Int64N(int64(cfg.Keys))
+			if cfg.Dist == "zipf" {
+				id = 1 + int64(z.Uint64())
+			}
+			w.call(ctx, r.sys, r.prefix, id, true, time.Now())
+		}
+	})
+}
+
+// slow calls a slow function until deadline, a -dup share of the calls
+// with a recent key, likely still in flight.
+func (r *run) slow(ctx context.Context, deadline time.Time) {
+	cfg := r.cfg
+	var last atomic.Int64
+	r.parallel(cfg.Concurrency, cfg.SlowWork, func(w *worker, rng *rand.Rand) {
+		for time.Now().Before(deadline) {
+			l := last.Load()
+			var id int64
+			if l > 0 && rng.Float64() < cfg.DupRatio {
+				id = l - rng.Int64N(min(int64(cfg.Concurrency/2+1), l)) // recent: likely in flight
+			} else {
+				id = r.nextID.Add(1)
+				last.Store(id)
+			}
+			w.call(ctx, r.sys, r.prefix, id, true, time.Now())
+		}
+	})
+}
+
+// storm releases -storm callers at once on one new key, round after round
+// until deadline (at least one round).
+func (r *run) storm(ctx context.Context, deadline time.Time) {
+	ws := make([]*worker, r.cfg.StormSize)
+	for i := range ws {
+		ws[i] = r.newWorker(r.cfg.StormWork)
+	}
+	for rounds := 0; rounds == 0 || time.Now().Before(deadline); rounds++ {
+		id := r.nextID.Add(1)
+		release := make(chan struct{})
+		var wg sync.WaitGroup
+		var t0 time.Time
+		for _, w := range ws {
+			wg.Go(func() {
+				<-release
+				w.call(ctx, r.sys, r.prefix, id, true, t0)
+			})
+		}
+		runtime.Gosched()
+		t0 = time.Now()
+		close(release)
+		wg.Wait()
+	}
 }
 
 // parallel runs n workers with body until each returns.
@@ -269,8 +301,8 @@ func (r *run) startProgress() func() {
 					calls += w.calls.Load()
 				}
 				el := time.Since(start).Seconds()
-				fmt.Fprintf(r.progress, "\r\033[K  %-7s %-17s %5.1fs %10d calls %12.0f calls/s",
-					r.scenario, r.sys.name(), el, calls, float64(calls)/el)
+				fmt.Fprintf(r.progress, "\r\033[K  %-7s %-17s %7s %13s calls %9s",
+					r.scenario, r.sys.name(), micros(el*1e6), count(calls), rate(float64(calls)/el))
 			}
 		}
 	}()
