@@ -17,7 +17,7 @@
 // to all of them.
 //
 // The actor never blocks on I/O: store operations go through a group-commit
-// [mailbox.Committer] to a per-shard [mailbox.IOWorker], and their results
+// [mailbox.Committer] to a per-shard [mailbox.Worker], and their results
 // come back as ordinary messages. Stores that live in process
 // ([store.InProcess]) are called inline. Completed records are kept, once
 // validated, in a per-shard LRU that callers read without an actor hop.

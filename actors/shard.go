@@ -52,7 +52,7 @@ type Shard struct {
 	root   *actor.RootContext
 	pid    *actor.PID
 	worker *mailbox.Worker
-	io     *mailbox.IOWorker
+	io     *mailbox.Worker
 	inline bool
 	cache  *lru.Cache[string, *Cached]
 	gate   mailbox.Gate
@@ -109,7 +109,7 @@ func newShard(cfg *Config) *Shard {
 	}
 	_, s.inline = cfg.Store.(store.InProcess)
 	if !s.inline {
-		s.io = mailbox.NewIOWorker()
+		s.io = mailbox.NewWorker()
 	}
 	s.commit = mailbox.NewCommitter(cfg.MaxBatch, s.flush)
 	return s

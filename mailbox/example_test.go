@@ -51,8 +51,8 @@ func ExampleNewCommitter() {
 	// flush [d]
 }
 
-func ExampleNewIOWorker() {
-	w := mailbox.NewIOWorker()
+func ExampleWorker_Submit() {
+	w := mailbox.NewWorker()
 
 	done := make(chan struct{})
 	ok := w.Submit(func() {

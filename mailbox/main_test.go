@@ -10,8 +10,8 @@ import (
 	"go.uber.org/goleak"
 )
 
-// TestMain fails the package if any test or example leaves a Worker or
-// IOWorker goroutine (or any other goroutine) running.
+// TestMain fails the package if any test or example leaves a Worker
+// goroutine (or any other goroutine) running.
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }

@@ -2,15 +2,20 @@ package mailbox
 
 import "sync"
 
-// Worker is a protoactor dispatcher that runs every mailbox run of one actor
-// on a single long-lived goroutine. A mailbox asks for a run only when it goes
-// from idle to running, so at most one run is ever queued; a buffer of one
-// keeps Schedule from blocking.
+// Worker runs jobs one at a time, in order, on one long-lived goroutine,
+// with room for one queued job. A shard has two:
 //
-// Stop ends the goroutine; a run scheduled after Stop is dropped (the actor
-// is gone by then and its messages go nowhere).
+//   - its mailbox's protoactor dispatcher ([Worker.Schedule],
+//     [Worker.Throughput]): a mailbox asks for a run only when it goes from
+//     idle to running, so at most one run is ever queued;
+//   - its store I/O ([Worker.Submit]): the shard has at most one batch in
+//     flight, so a slow store never stalls the actor and Submit never waits
+//     for a job that is running.
+//
+// Stop ends the goroutine; a job handed over after Stop is dropped (the
+// actor is gone by then and its messages go nowhere).
 type Worker struct {
-	runs chan func()
+	jobs chan func()
 	done chan struct{}
 	wg   sync.WaitGroup
 	once sync.Once
@@ -18,7 +23,7 @@ type Worker struct {
 
 // NewWorker starts a Worker's goroutine.
 func NewWorker() *Worker {
-	w := &Worker{runs: make(chan func(), 1), done: make(chan struct{})}
+	w := &Worker{jobs: make(chan func(), 1), done: make(chan struct{})}
 	w.wg.Add(1)
 	go w.loop()
 	return w
@@ -28,28 +33,45 @@ func (w *Worker) loop() {
 	defer w.wg.Done()
 	for {
 		select {
-		case fn := <-w.runs:
-			fn()
+		case job := <-w.jobs:
+			job()
 		case <-w.done:
 			return
 		}
 	}
 }
 
-// Schedule hands a mailbox run to the worker goroutine.
-func (w *Worker) Schedule(fn func()) {
+// Submit hands a job to the worker. It reports false, and drops the job,
+// after Stop or Halt.
+func (w *Worker) Submit(job func()) bool {
 	select {
-	case w.runs <- fn:
 	case <-w.done:
+		return false
+	default:
+	}
+	select {
+	case w.jobs <- job:
+		return true
+	case <-w.done:
+		return false
 	}
 }
+
+// Schedule hands a mailbox run to the worker (protoactor's Dispatcher).
+func (w *Worker) Schedule(fn func()) { w.Submit(fn) }
 
 // Throughput is how many messages a run handles before it yields the
 // processor (protoactor calls runtime.Gosched then; it does not end the run).
 func (w *Worker) Throughput() int { return 300 }
 
-// Stop ends the worker goroutine and waits for it. It is idempotent.
+// Stop ends the goroutine after the job it is running, if any, and waits for
+// it. It is idempotent.
 func (w *Worker) Stop() {
-	w.once.Do(func() { close(w.done) })
+	w.Halt()
 	w.wg.Wait()
 }
+
+// Halt tells the goroutine to end after the job it is running, if any,
+// without waiting for that job: a shutdown whose deadline has passed must
+// not hang on a store that does not answer. It is idempotent.
+func (w *Worker) Halt() { w.once.Do(func() { close(w.done) }) }
