@@ -45,6 +45,10 @@ func (w *simWorld) faulted(r *simRT, from, to time.Time) bool {
 //   - a claim the store holds with a live lease has an execution running
 //     under it (a runtime that ends a run releases its claim, or lets it
 //     expire, at once);
+//   - the store evicts (in the eviction mode, sim_evict_test.go) no claim
+//     before its lease and TTL are over (evictlive, evictearly: checked
+//     when the eviction happens); an evicted result counts from then on as
+//     forgotten, an evicted claim as ended;
 //   - the store never replaces a live result with another, and every
 //     stored result is the one its token's execution produced; a result
 //     returned under a claim nobody took over is stored;
@@ -252,6 +256,9 @@ func (w *simWorld) checkRecorded(x *simExec) {
 	}
 	if x.leaseAtEnd.IsZero() || w.faulted(c.rt, x.start, x.end) || (c.rt.closing && w.anyCloseCancelled(c.rt)) {
 		return
+	}
+	if w.tokens[x.tok.Fence].evicted {
+		return // abandoned and evicted (if it was live, evictlive says so)
 	}
 	for _, tk := range w.tokens {
 		if tk.key == c.key && tk.tok.Fence > x.tok.Fence {

@@ -166,7 +166,8 @@ func (s *simStore) op(ctx context.Context, key string, kind store.OpKind, apply 
 	if f.before {
 		return errSimFault
 	}
-	err := apply()
+	var err error
+	w.storeOp(key, func() { err = apply() })
 	if f.delayAfter > 0 && !w.sleepFake(ctx, f.delayAfter) {
 		return ctx.Err()
 	}
@@ -294,11 +295,15 @@ func (w *simWorld) noteClaim(r *simRT, key string, req store.ClaimRequest, res s
 		key:      key,
 		rt:       r,
 		lease:    req.Lease,
+		ttl:      req.TTL,
 		fp:       string(req.Fingerprint),
 		applied:  now,
 		leaseEnd: now.Add(req.Lease),
 	}
 	w.tokens[res.Token.Fence] = tk
+	if last := w.lastTok[key]; last == nil || last.tok.Fence < tk.tok.Fence {
+		w.lastTok[key] = tk
+	}
 	how := "claimed"
 	if res.Takeover {
 		how = "taken over"

@@ -39,7 +39,13 @@ const simSeeds = 32
 // panic; some ignore their context and outlive their lease. The schedule
 // also forgets keys, closes runtimes (and starts new ones in their place),
 // calls Close again with a deadline, and moves the clock in steps of a
-// tenth of the smallest lease.
+// tenth of the smallest lease. In a quarter of the seeds (the eviction
+// mode, sim_evict_test.go) the store holds only 64 to 256 records and
+// filler keys claimed every step keep it full, so that it evicts results
+// and abandoned claims of the simulated keys; an evicted result counts as
+// forgotten, and a live claim must never be evicted (evictlive). Over a set
+// of seeds, the test fails if eviction-mode seeds ran and nothing of the
+// simulated keys was evicted.
 //
 // After every action and every timer the simulation waits until nothing in
 // the process moves (sim_quiet_test.go), so each happens at its own instant
@@ -89,12 +95,26 @@ func TestSim(t *testing.T) {
 			seeds = append(seeds, uint64(i))
 		}
 	}
+	var evicting, evicted, evictedSim int64
 	for _, seed := range seeds {
-		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) { runSim(t, seed) })
+		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+			w := runSim(t, seed)
+			if w.cfg.maxRecords > 0 {
+				evicting++
+				evicted += w.mem.Evicted()
+				evictedSim += int64(w.evictedSim)
+			}
+		})
+	}
+	t.Logf("eviction mode: %d of %d seeds, %d records evicted, %d of them the simulated keys' results or claims", evicting, len(seeds), evicted, evictedSim)
+	// The eviction mode must evict, or it checks nothing.
+	if evicting > 0 && (evicted == 0 || (len(seeds) > 1 && evictedSim == 0)) && !t.Failed() {
+		t.Errorf("%d seeds ran in eviction mode, but the store evicted %d records, %d of them the simulated keys': the filler no longer fills the store", evicting, evicted, evictedSim)
 	}
 }
 
-func runSim(t *testing.T, seed uint64) {
+// runSim runs one seed's world and returns it.
+func runSim(t *testing.T, seed uint64) *simWorld {
 	leakOpts := []goleak.Option{goleak.IgnoreCurrent()}
 	w := newSimWorld(t, seed)
 	begin := time.Now()
@@ -113,15 +133,16 @@ func runSim(t *testing.T, seed uint64) {
 		}
 		t.Errorf("seed %d (%s) broke %d invariant(s):\n  %s\nreplay: go test -race -run 'TestSim$' -seed %d -v .",
 			seed, w.cfg, len(vs), strings.Join(vs, "\n  "), seed)
-		return
+		return w
 	}
 	if err := goleak.Find(leakOpts...); err != nil {
 		t.Errorf("seed %d: goroutines left after every runtime closed: %v\nreplay: go test -race -run 'TestSim$' -seed %d -v .", seed, err, seed)
 	}
 	if testing.Verbose() {
-		t.Logf("seed %d (%s): %d steps, %d calls, %d executions, %d faults, %v",
-			seed, w.cfg, w.stepsRun, len(w.calls), len(w.execs), len(w.faults), time.Since(begin).Round(time.Millisecond))
+		t.Logf("seed %d (%s): %d steps, %d calls, %d executions, %d faults, %d evictions (%d of the simulated keys', %d of them claims), %v",
+			seed, w.cfg, w.stepsRun, len(w.calls), len(w.execs), len(w.faults), w.mem.Evicted(), w.evictedSim, w.evictedClaims, time.Since(begin).Round(time.Millisecond))
 	}
+	return w
 }
 
 // simConfig is the shape of one seed's world.
@@ -135,6 +156,10 @@ type simConfig struct {
 	steps    int
 	faults   int // per mille of store operations that fail (0 in a quarter of the seeds)
 	dropWake int // per mille of wake-ups lost
+
+	// The eviction mode (sim_evict_test.go), in a quarter of the seeds.
+	maxRecords int // memstore's MaxRecords; 0: the default, no eviction mode
+	fill       int // the most filler keys claimed per step
 }
 
 func (c simConfig) String() string {
@@ -142,8 +167,12 @@ func (c simConfig) String() string {
 	if c.inline {
 		path = "inline"
 	}
-	return fmt.Sprintf("%d runtimes, %d shard(s), %s, %d keys, leases %v, step %v, faults %d‰, lost wake-ups %d‰",
+	s := fmt.Sprintf("%d runtimes, %d shard(s), %s, %d keys, leases %v, step %v, faults %d‰, lost wake-ups %d‰",
 		c.runtimes, c.shards, path, c.keys, c.leases, c.step, c.faults, c.dropWake)
+	if c.maxRecords > 0 {
+		s += fmt.Sprintf(", evicting: max %d records, up to %d filler keys a step", c.maxRecords, c.fill)
+	}
+	return s
 }
 
 func simConfigFor(rng *rand.Rand) simConfig {
@@ -202,6 +231,7 @@ func (w *simWorld) settle() {
 
 // act draws this step's actions from the seed's generator.
 func (w *simWorld) act() {
+	w.fill()
 	rng := w.rng
 	// Running functions return (now, or racing the next timer of their
 	// runtime: see tell).

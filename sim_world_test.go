@@ -36,6 +36,15 @@ type simWorld struct {
 	mem   *memstore.Store
 	began time.Time // real time, for the seed's time budget
 
+	// The eviction mode (sim_evict_test.go).
+	storeMu    sync.Mutex // held by each store operation, so that what it evicted is known
+	fillRng    *rand.Rand // the filler's; used by the simulation's goroutine only
+	fillN      int        // filler keys claimed
+	evictedSim int        // results and claims of the simulation's keys found evicted (under mu)
+	// How many of evictedSim were claims (abandoned ones, unless evictlive
+	// or evictearly says otherwise).
+	evictedClaims int
+
 	progress  atomic.Int64 // bumped by everything the simulation sees happen
 	busy      atomic.Int64 // store operations being applied (not those waiting out a delay)
 	faultsOff atomic.Bool
@@ -51,6 +60,7 @@ type simWorld struct {
 	execByID  map[string]*simExec
 	execN     map[string]int
 	tokens    map[uint64]*simToken
+	lastTok   map[string]*simToken // per key, the claim the store granted last
 	records   map[string][]*simRecord
 	recByExec map[string]*simRecord
 	faults    []simFaultRec
@@ -169,12 +179,14 @@ type simToken struct {
 	key       string
 	rt        *simRT
 	lease     time.Duration
+	ttl       time.Duration // the TTL it was claimed with
 	fp        string
 	applied   time.Time
 	delivered time.Time // zero while (or if) the Claimed answer did not reach the runtime
 	leaseEnd  time.Time
-	ended     bool // released or completed
+	ended     bool // released, completed or evicted
 	endedAt   time.Time
+	evicted   bool
 	execs     []*simExec
 }
 
@@ -188,7 +200,8 @@ type simRecord struct {
 	created   time.Time
 	seq       int64 // w.seq when the store accepted it
 	expires   time.Time
-	forgotten time.Time
+	forgotten time.Time // when a Forget or an eviction removed it
+	evicted   bool
 }
 
 func (r *simRecord) liveAt(at time.Time) bool {
@@ -293,11 +306,13 @@ func newSimWorld(t *testing.T, seed uint64) *simWorld {
 		execByID:  make(map[string]*simExec),
 		execN:     make(map[string]int),
 		tokens:    make(map[uint64]*simToken),
+		lastTok:   make(map[string]*simToken),
 		records:   make(map[string][]*simRecord),
 		recByExec: make(map[string]*simRecord),
 		reported:  make(map[string]bool),
 	}
-	w.mem = memstore.New(memstore.Options{Clock: w.clock})
+	w.cfg.maxRecords, w.cfg.fill, w.fillRng = simEvictConfig(seed)
+	w.mem = memstore.New(memstore.Options{Clock: w.clock, MaxRecords: w.cfg.maxRecords})
 	return w
 }
 
