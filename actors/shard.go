@@ -284,7 +284,7 @@ func (s *Shard) onTick(m *tick) {
 func (s *Shard) onClosing() {
 	s.closing = true
 	for _, e := range s.entries {
-		s.failWaiters(e, Reply{Kind: Failed, Code: FailClosed})
+		s.answerWaiters(e, Reply{Kind: Failed, Code: FailClosed})
 		switch e.phase {
 		case phClaiming:
 			s.reply(e.owner, Reply{Kind: Failed, Code: FailClosed})
@@ -314,7 +314,7 @@ func (s *Shard) onStopping() {
 	}
 	closed := Reply{Kind: Failed, Code: FailClosed}
 	for _, e := range s.entries {
-		s.failWaiters(e, closed)
+		s.answerWaiters(e, closed)
 		if e.owner != nil {
 			e.owner.stop(ErrClosing)
 			s.reply(e.owner, closed)

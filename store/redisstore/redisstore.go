@@ -68,12 +68,12 @@ type Options struct {
 
 // Store is the Redis store. Create it with [New].
 type Store struct {
-	c      redis.UniversalClient
-	prefix string
-	scope  store.Scope
-	scoped bool
-	tmo    time.Duration
-	inbox  string
+	c       redis.UniversalClient
+	prefix  string
+	scope   store.Scope
+	scoped  bool
+	timeout time.Duration
+	inbox   string
 
 	mu   sync.Mutex
 	subs []*subscription
@@ -102,7 +102,7 @@ func New(ctx context.Context, c redis.UniversalClient, opts Options) (*Store, er
 		return nil, fmt.Errorf("%w: redisstore: KeyPrefix %q must not contain { or }", store.ErrInvalidArgument, prefix)
 	}
 	s := &Store{c: c, prefix: prefix, scope: opts.Scope, scoped: opts.Scope != (store.Scope{}),
-		tmo: opts.Timeout, inbox: prefix + "inbox:"}
+		timeout: opts.Timeout, inbox: prefix + "inbox:"}
 	if err := s.loadScripts(ctx); err != nil {
 		return nil, err
 	}
@@ -253,9 +253,9 @@ func (s *Store) prepare(op *store.Op) (call, bool) {
 // (TRYAGAIN, LOADING, CLUSTERDOWN and the like); for a Complete, a Fail or
 // a Forget whose reply was lost, the lost reply's error is the op's error.
 func (s *Store) Batch(ctx context.Context, ops []*store.Op) {
-	if s.tmo > 0 {
+	if s.timeout > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, s.tmo)
+		ctx, cancel = context.WithTimeout(ctx, s.timeout)
 		defer cancel()
 	}
 	calls := make([]call, 0, len(ops))

@@ -1,0 +1,192 @@
+package actors
+
+// How an entry gets its owner: the claim, the grant, the hard lease that
+// lets an owner go, a new claim for the next waiter, and wake-ups for keys
+// held elsewhere.
+
+import (
+	"errors"
+
+	"github.com/idemrt/idem/store"
+)
+
+// claim sends a Claim for e's candidate.
+func (s *Shard) claim(e *entry) {
+	r := e.owner
+	e.phase = phClaiming
+	e.woken = false
+	o := s.newOp(e)
+	o.Kind, o.Key = store.OpClaim, e.key
+	o.Claim = store.ClaimRequest{
+		Owner:       s.cfg.NewOwner(),
+		Lease:       r.Lease,
+		TTL:         r.TTL,
+		Fingerprint: r.Fingerprint,
+		Waiter:      s.cfg.WakerID,
+	}
+	s.submit(o)
+}
+
+func (s *Shard) claimed(e *entry, o *op) {
+	cand := e.owner
+	e.owner = nil
+	if o.Err != nil {
+		s.warnStore("claim", e.key, o.Err)
+		rep := Reply{Kind: Failed, Code: FailStore, Op: store.OpClaim, Err: o.Err}
+		s.reply(cand, rep)
+		s.answerWaiters(e, rep)
+		s.deleteEntry(e)
+		return
+	}
+	res := o.Result
+	switch res.Status {
+	case store.Completed:
+		c := &Cached{Record: res.Record}
+		s.remember(e.key, c)
+		s.reply(cand, Reply{Kind: Settled, Result: c, Joined: e.waited})
+		s.answerWaiters(e, Reply{Kind: Settled, Result: c, Joined: e.waited})
+		s.deleteEntry(e)
+	case store.Claimed:
+		e.token, e.lease, e.leaseAt = res.Token, o.Claim.Lease, o.sent
+		e.fp = nil
+		if cand.where != candidate || s.closing {
+			// The candidate left (or the runtime is closing): the claim
+			// carries its fingerprint and lease, so it is released, and the
+			// next waiter claims with its own.
+			if s.closing {
+				s.answerWaiters(e, Reply{Kind: Failed, Code: FailClosed})
+			}
+			s.release(e, Reply{})
+			return
+		}
+		s.grant(e, cand)
+	case store.InProgress:
+		e.phase = phRemote
+		e.waited = true
+		e.token, e.fp = res.Token, res.Fingerprint
+		e.left, e.leaseAt = res.LeaseLeft, s.now()
+		if cand.where == candidate {
+			cand.where = parked
+			e.waiters = append(e.waiters, nil)
+			copy(e.waiters[1:], e.waiters)
+			e.waiters[0] = cand
+			s.armSettle(e, cand)
+			s.nWaiters.Add(1)
+		}
+		s.filter(e)
+		if cand.where == parked {
+			cand.waited = true // it stays: it waits for the other instance
+		}
+		if len(e.waiters) == 0 {
+			s.deleteEntry(e)
+			return
+		}
+		if e.woken {
+			// The key settled while this claim was out: ask again now.
+			e.backoff = 0
+			s.reclaim(e)
+			return
+		}
+		s.scheduleReclaim(e)
+	default:
+		rep := Reply{Kind: Failed, Code: FailStore, Op: store.OpClaim, Err: errors.New("store returned an unknown claim status")}
+		s.reply(cand, rep)
+		s.answerWaiters(e, rep)
+		s.deleteEntry(e)
+	}
+}
+
+// grant makes owner the owner of e and tells it to run. Only a claim of
+// the owner's own grants it the key: its token, lease, renewal mode and
+// fingerprint are its own, never inherited from an earlier owner.
+func (s *Shard) grant(e *entry, owner *Request) {
+	e.phase = phRunning
+	e.owner = owner
+	e.ttl = owner.TTL
+	e.lost = false
+	e.fp = owner.Fingerprint
+	s.filter(e)
+	s.reply(owner, Reply{Kind: Grant, Token: e.token})
+	owner.where = owning
+	if owner.NoRenew {
+		// A hard lease: when it ends, the key goes to the next caller.
+		e.timer.kind = timerLeaseEnd
+		s.timers.schedule(&e.timer, e.leaseAt.Add(e.lease))
+		s.rearm()
+		return
+	}
+	s.scheduleRenew(e, e.leaseAt)
+}
+
+// leaseEnded reports whether e's owner runs under a hard lease (no
+// renewal) that has ended.
+func (s *Shard) leaseEnded(e *entry) bool {
+	return e.phase == phRunning && e.owner != nil && e.owner.NoRenew &&
+		!s.now().Before(e.leaseAt.Add(e.lease))
+}
+
+// letGo takes the key from an owner whose hard lease ended, when callers
+// wait for it: its function is told to stop, its result will be refused
+// with ErrLeaseLost, and the next caller claims the key (a takeover, since
+// the store's lease has ended too).
+func (s *Shard) letGo(e *entry) {
+	if len(e.waiters) == 0 {
+		return // nobody to hand it to; a caller that comes later will
+	}
+	owner := e.owner
+	owner.expired = true
+	owner.stop(store.ErrLeaseLost)
+	s.cfg.Logger.Warn("idem: a function outlived its lease (no renewal); the key is taken over", "key", e.key)
+	e.owner = nil
+	s.timers.cancel(&e.timer)
+	s.restart(e)
+}
+
+// restart claims the key again for the next waiter, or forgets the entry.
+func (s *Shard) restart(e *entry) {
+	e.lost, e.fin = false, nil
+	if s.closing {
+		s.answerWaiters(e, Reply{Kind: Failed, Code: FailClosed})
+	}
+	next := s.takeWaiter(e)
+	if next == nil {
+		s.deleteEntry(e)
+		return
+	}
+	e.owner = next
+	e.fp = nil
+	s.claim(e)
+}
+
+// reclaim asks the store again about a key held elsewhere, for the next
+// waiter.
+func (s *Shard) reclaim(e *entry) {
+	s.timers.cancel(&e.timer)
+	s.restart(e)
+}
+
+// onWake handles a store wake-up for key, or for every key ("": wake-ups
+// may have been lost).
+func (s *Shard) onWake(key string) {
+	if key != "" {
+		if e := s.entries[key]; e != nil {
+			s.wakeEntry(e)
+		}
+		return
+	}
+	for _, e := range s.entries {
+		s.wakeEntry(e)
+	}
+}
+
+// wakeEntry re-claims a key held elsewhere at once, or, while a claim is
+// out, remembers to ask again when it comes back in progress.
+func (s *Shard) wakeEntry(e *entry) {
+	switch e.phase {
+	case phRemote:
+		e.backoff = 0
+		s.reclaim(e)
+	case phClaiming:
+		e.woken = true
+	}
+}
