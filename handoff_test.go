@@ -417,3 +417,33 @@ func TestLeaseCountsFromClaimSent(t *testing.T) {
 		t.Fatalf("A: %+v, want ErrLeaseLost", r)
 	}
 }
+
+// A record that ends while a claim's answer is on its way is not handed to
+// callers that arrived after it ended: the shard asks the store again, and
+// the key runs anew.
+func TestRecordEndedInFlightIsNotReplayed(t *testing.T) {
+	clk := fakeClock()
+	h := newHooked(memStore(clk), false)
+	rt := newRuntime(t, idem.Options{Store: h, Clock: clk, DisableCache: true})
+	ttl := idem.WithTTL(time.Second)
+	if _, err := idem.Do(bg, rt, "k", value("A"), ttl); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(500 * time.Millisecond)
+	h.mu.Lock()
+	h.holdClaim = true
+	h.mu.Unlock()
+	first := goDo(bg, rt, "k", value("B"), ttl)
+	<-h.claimDone // the store found A, live until 1 s; its answer is held
+	late := goDo(bg, rt, "k", value("C"), ttl, idem.WithSettle(time.Hour))
+	waitersAre(t, rt, 1)
+	clk.Advance(time.Second) // 1.5 s: A has ended
+	h.claimGo <- struct{}{}
+	r1, r2 := recv(t, first), recv(t, late)
+	if r2.v == "A" || r1.v == "A" {
+		t.Fatalf("callers got %q and %q: a record that had ended was replayed", r1.v, r2.v)
+	}
+	if r1.err != nil || r1.v != "B" || r1.out != idem.Executed || r2.err != nil || r2.v != "B" || r2.out != idem.Joined {
+		t.Fatalf("first %+v, late %+v; want B executed and joined", r1, r2)
+	}
+}

@@ -38,9 +38,13 @@ type entry struct {
 	lost        bool
 	waited      bool // the key was seen in progress elsewhere: its callers joined a run
 	woken       bool // a store wake-up came while a claim was out
-	fin         *Finish
-	ownerReply  Reply // the owner's answer once a release is done
-	ops         int   // store operations of the entry in flight
+	// askedAgain: a claim came back with a record that had ended meanwhile
+	// and was sent again (once: a store whose records all seem ended, by a
+	// clock ahead of ours, is not asked for ever).
+	askedAgain bool
+	fin        *Finish
+	ownerReply Reply // the owner's answer once a release is done
+	ops        int   // store operations of the entry in flight
 }
 
 func (s *Shard) newEntry(key string) *entry {

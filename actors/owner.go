@@ -41,6 +41,19 @@ func (s *Shard) claimed(e *entry, o *op) {
 	res := o.Result
 	switch res.Status {
 	case store.Completed:
+		if !s.now().Before(res.Record.ExpiresAt) && !e.askedAgain {
+			// The record ended while the answer was on its way: callers
+			// that came since never saw it live. Ask once more (the store
+			// now finds the key absent, or a new run's record).
+			e.askedAgain = true
+			if cand.where == candidate {
+				e.owner = cand
+				s.claim(e)
+			} else {
+				s.restart(e)
+			}
+			return
+		}
 		c := &Cached{Record: res.Record}
 		s.remember(e.key, c)
 		s.reply(cand, Reply{Kind: Settled, Result: c, Joined: e.waited})

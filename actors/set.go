@@ -17,16 +17,19 @@ import (
 // Set is the fixed set of shards of one runtime, with the actor system that
 // runs them. Keys map to shards with [keyshard.Index].
 type Set struct {
-	sys       *System
-	shards    []*Shard
-	cfg       *Config
-	started   atomic.Bool
-	stopWake  func()
-	once      sync.Once
-	done      chan struct{}
-	force     chan struct{} // closed by a later Close whose ctx ended first
-	forceOnce sync.Once
-	closeErr  error
+	sys      *System
+	shards   []*Shard
+	cfg      *Config
+	started  atomic.Bool
+	stopWake func()
+	once     sync.Once
+	done     chan struct{}
+	force    chan struct{} // closed by a later Close whose ctx ended first
+	// observeOff, once Close is done, drops the batch observer\'s calls.
+	observeMu  sync.RWMutex
+	observeOff bool
+	forceOnce  sync.Once
+	closeErr   error
 }
 
 // Stats is a snapshot of a Set's counters.
@@ -52,6 +55,17 @@ func NewSet(ctx context.Context, n int, cfg Config) (*Set, error) {
 	var seq atomic.Uint64
 	cfg.NewOwner = func() string { return inst + "-" + strconv.FormatUint(seq.Add(1), 36) }
 	set := &Set{cfg: &cfg, done: make(chan struct{}), force: make(chan struct{})}
+	if observe := cfg.OnBatch; observe != nil {
+		// A batch still out after a Close that gave up on its deadline
+		// ends on its own; its observer call is dropped once Close is done.
+		set.cfg.OnBatch = func(ev BatchEvent) {
+			set.observeMu.RLock()
+			defer set.observeMu.RUnlock()
+			if !set.observeOff {
+				observe(ev)
+			}
+		}
+	}
 	if w, ok := cfg.Store.(store.Waker); ok {
 		id, stop, err := w.Subscribe(ctx, set.route)
 		if err != nil {
@@ -215,6 +229,9 @@ func (set *Set) close(ctx context.Context) error {
 			s.io.Stop()
 		}
 	}
+	set.observeMu.Lock() // waits for observer calls under way
+	set.observeOff = true
+	set.observeMu.Unlock()
 	set.closeErr = err // before done is closed: later calls read it after
 	close(set.done)
 	set.sys.Shutdown()
