@@ -375,7 +375,7 @@ func FuzzPermanentReplay(f *testing.F) {
 		key := fuzzKey("charge")
 		orig := errors.New(msg)
 		var ret error
-		var opts []idem.Option
+		var opts []idem.CallOption
 		switch mode % 3 {
 		case 0:
 			ret = idem.Permanent(orig)

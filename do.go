@@ -38,7 +38,7 @@ import (
 // Available options: [WithTTL], [WithLease], [WithSettle], [WithFingerprint],
 // [WithCodec], [WithOutcome], [WithClassifier], [WithOwnerWaits],
 // [WithoutRenewal].
-func Do[T any](ctx context.Context, rt *Runtime, key string, fn func(context.Context) (T, error), opts ...Option) (T, error) {
+func Do[T any](ctx context.Context, rt *Runtime, key string, fn func(context.Context) (T, error), opts ...CallOption) (T, error) {
 	if rt == nil {
 		var zero T
 		return zero, fmt.Errorf("%w: Do on a nil *Runtime", ErrInvalidArgument)
@@ -52,7 +52,7 @@ func Do[T any](ctx context.Context, rt *Runtime, key string, fn func(context.Con
 
 // doWithOptions applies opts first. (Apart from Do, so that a call without
 // options does not move its options to the heap.)
-func doWithOptions[T any](ctx context.Context, rt *Runtime, key string, fn func(context.Context) (T, error), opts []Option) (T, error) {
+func doWithOptions[T any](ctx context.Context, rt *Runtime, key string, fn func(context.Context) (T, error), opts []CallOption) (T, error) {
 	c := rt.defaults
 	for _, o := range opts {
 		if o != nil {

@@ -92,7 +92,7 @@ func TestLaterCallsReplay(t *testing.T) {
 
 func TestSettleZeroFailsFast(t *testing.T) {
 	modes(t, func(t *testing.T, wrap func(store.Store) store.Store) {
-		rt := newRuntime(t, idem.Options{Store: wrap(memStore(nil)), LeaseTTL: time.Minute})
+		rt := newRuntime(t, idem.Options{Store: wrap(memStore(nil)), Lease: time.Minute})
 		g := newGate()
 		owner := goDo(bg, rt, "k", g.fn("v", nil))
 		<-g.started
@@ -273,7 +273,7 @@ func TestPermanentErrorFromStore(t *testing.T) {
 
 func TestClassifier(t *testing.T) {
 	isDecline := func(err error) bool { return errors.Is(err, errDeclined) }
-	rt := newRuntime(t, idem.Options{Permanent: isDecline})
+	rt := newRuntime(t, idem.Options{Classifier: isDecline})
 	_, err := idem.Do(bg, rt, "a", value2("", errDeclined))
 	_, err2 := idem.Do(bg, rt, "a", mustNotRun(t))
 	if !errors.Is(err, errDeclined) || !errors.Is(err2, errDeclined) {

@@ -54,8 +54,8 @@ func Example() {
 
 func ExampleNew() {
 	rt, err := idem.New(idem.Options{
-		LeaseTTL:  30 * time.Second, // a crashed owner's key is taken over after this
-		ResultTTL: time.Hour,        // results are replayed for this long
+		Lease:  30 * time.Second, // a crashed owner's key is taken over after this
+		TTL: time.Hour,        // results are replayed for this long
 	})
 	if err != nil {
 		panic(err)
@@ -63,7 +63,7 @@ func ExampleNew() {
 	defer rt.Close(context.Background())
 	fmt.Println(rt.Stats().Shards > 0)
 
-	_, err = idem.New(idem.Options{LeaseTTL: -time.Second})
+	_, err = idem.New(idem.Options{Lease: -time.Second})
 	fmt.Println(errors.Is(err, idem.ErrInvalidArgument))
 	// Output:
 	// true

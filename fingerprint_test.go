@@ -43,7 +43,7 @@ func TestFingerprintEveryPath(t *testing.T) {
 		}
 		_, err := idem.Do(bg, rt, "k", mustNotRun(t), fpB)
 		wantMismatch(t, "LRU hit", err)
-		for _, opts := range [][]idem.Option{{fpA}, nil} {
+		for _, opts := range [][]idem.CallOption{{fpA}, nil} {
 			if v, err := idem.Do(bg, rt, "k", mustNotRun(t), opts...); err != nil || v != "A's result" {
 				t.Fatalf("matching or absent fingerprint: %q %v", v, err)
 			}

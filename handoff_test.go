@@ -84,7 +84,7 @@ func TestHandOffGetsItsOwnLease(t *testing.T) {
 	modes(t, func(t *testing.T, wrap func(store.Store) store.Store) {
 		clk := fakeClock()
 		rt := newRuntime(t, idem.Options{Store: wrap(memStore(clk)), Clock: clk})
-		opts := []idem.Option{idem.WithLease(time.Second), idem.WithoutRenewal(), idem.WithSettle(time.Hour)}
+		opts := []idem.CallOption{idem.WithLease(time.Second), idem.WithoutRenewal(), idem.WithSettle(time.Hour)}
 		a, b := newStepFn(t), newStepFn(t)
 		ownerA := goDo(bg, rt, "k", a.fn, opts...)
 		started(t, a, "A")
@@ -160,7 +160,7 @@ func TestLetGoDoesNotLockKeyForEarlierOwnersLease(t *testing.T) {
 		a, b, c := newStepFn(t), newStepFn(t), newStepFn(t)
 		ownerA := goDo(bg, rt, "k", a.fn, idem.WithLease(time.Minute), settle)
 		started(t, a, "A")
-		hard := []idem.Option{idem.WithLease(time.Second), idem.WithoutRenewal(), settle}
+		hard := []idem.CallOption{idem.WithLease(time.Second), idem.WithoutRenewal(), settle}
 		waiterB := goDo(bg, rt, "k", b.fn, hard...)
 		waitersAre(t, rt, 1)
 
@@ -197,8 +197,8 @@ type heldExtend struct {
 	release chan struct{}
 }
 
-func (h *heldExtend) Extend(ctx context.Context, key string, tok store.Token, lease time.Duration) error {
-	err := h.Store.Extend(ctx, key, tok, lease)
+func (h *heldExtend) Renew(ctx context.Context, key string, tok store.Token, lease time.Duration) error {
+	err := h.Store.Renew(ctx, key, tok, lease)
 	h.mu.Lock()
 	hold := h.hold
 	h.hold = false
@@ -296,7 +296,7 @@ func TestSlowOwnerNobodyReplacedCompletes(t *testing.T) {
 	clk := fakeClock()
 	rt := newRuntime(t, idem.Options{Store: memStore(clk), Clock: clk})
 	a := newStepFn(t)
-	opts := []idem.Option{idem.WithLease(time.Second), idem.WithTTL(time.Second), idem.WithoutRenewal()}
+	opts := []idem.CallOption{idem.WithLease(time.Second), idem.WithTTL(time.Second), idem.WithoutRenewal()}
 	owner := goDo(bg, rt, "k", a.fn, opts...)
 	started(t, a, "A")
 	clk.Advance(3 * time.Second) // past claim + lease + TTL
@@ -396,7 +396,7 @@ func TestLeaseCountsFromClaimSent(t *testing.T) {
 	h := newHooked(memStore(clk), false)
 	h.holdClaim = true
 	rt := newRuntime(t, idem.Options{Store: h, Clock: clk})
-	opts := []idem.Option{idem.WithLease(time.Second), idem.WithoutRenewal(), idem.WithSettle(time.Hour)}
+	opts := []idem.CallOption{idem.WithLease(time.Second), idem.WithoutRenewal(), idem.WithSettle(time.Hour)}
 	a, c := newStepFn(t), newStepFn(t)
 	owner := goDo(bg, rt, "k", a.fn, opts...)
 	<-h.claimDone // the store took the claim at 0 s

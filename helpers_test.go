@@ -73,7 +73,7 @@ type result struct {
 }
 
 // goDo runs Do in a goroutine and returns a channel with its answer.
-func goDo(ctx context.Context, rt *idem.Runtime, key string, fn func(context.Context) (string, error), opts ...idem.Option) <-chan result {
+func goDo(ctx context.Context, rt *idem.Runtime, key string, fn func(context.Context) (string, error), opts ...idem.CallOption) <-chan result {
 	ch := make(chan result, 1)
 	go func() {
 		var r result
@@ -129,14 +129,14 @@ func (f *faultStore) Claim(ctx context.Context, key string, req store.ClaimReque
 	return f.Store.Claim(ctx, key, req)
 }
 
-func (f *faultStore) Extend(ctx context.Context, key string, tok store.Token, lease time.Duration) error {
+func (f *faultStore) Renew(ctx context.Context, key string, tok store.Token, lease time.Duration) error {
 	f.mu.Lock()
 	err := f.extendErr
 	f.mu.Unlock()
 	if err != nil {
 		return err
 	}
-	return f.Store.Extend(ctx, key, tok, lease)
+	return f.Store.Renew(ctx, key, tok, lease)
 }
 
 func (f *faultStore) Complete(ctx context.Context, key string, tok store.Token, rec store.Record, ttl time.Duration) (store.Record, error) {

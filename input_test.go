@@ -30,7 +30,7 @@ func TestBadInput(t *testing.T) {
 	if _, err := idem.Do(bg, nil, "k", mustNotRun(t)); !errors.Is(err, idem.ErrInvalidArgument) {
 		t.Fatalf("nil runtime: %v", err)
 	}
-	for name, opt := range map[string]idem.Option{
+	for name, opt := range map[string]idem.CallOption{
 		"WithTTL(0)":       idem.WithTTL(0),
 		"WithTTL(-1s)":     idem.WithTTL(-time.Second),
 		"WithLease(0)":     idem.WithLease(0),
@@ -51,8 +51,8 @@ func TestBadInput(t *testing.T) {
 
 func TestNewRejectsBadOptions(t *testing.T) {
 	for name, o := range map[string]idem.Options{
-		"LeaseTTL":     {LeaseTTL: -time.Second},
-		"ResultTTL":    {ResultTTL: -1},
+		"LeaseTTL":     {Lease: -time.Second},
+		"ResultTTL":    {TTL: -1},
 		"Settle":       {Settle: -time.Second},
 		"StoreTimeout": {StoreTimeout: -time.Second},
 		"Shards":       {Shards: -1},

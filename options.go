@@ -34,16 +34,16 @@ type Options struct {
 	// Default: false.
 	DisableCache bool
 
-	// LeaseTTL is how long a claim holds its key without renewal. The
+	// Lease is how long a claim holds its key without renewal. The
 	// runtime renews it every third of it while the function runs; when a
 	// process dies, its keys are taken over after this long.
 	// Default: 60s.
-	LeaseTTL time.Duration
+	Lease time.Duration
 
-	// ResultTTL is how long a completed result (or permanent error) is kept
+	// TTL is how long a completed result (or permanent error) is kept
 	// and replayed.
 	// Default: 24h.
-	ResultTTL time.Duration
+	TTL time.Duration
 
 	// Settle is how long a call waits for another call of the same key that
 	// is running, unless the call says otherwise (WithSettle).
@@ -63,11 +63,11 @@ type Options struct {
 	// Default: 5s.
 	StoreTimeout time.Duration
 
-	// Permanent classifies the errors of functions: those for which it
+	// Classifier classifies the errors of functions: those for which it
 	// returns true are stored and replayed like results, as if marked with
-	// [Permanent]. Per call, WithClassifier replaces it.
-	// Default: nil (only errors marked with Permanent are permanent).
-	Permanent func(error) bool
+	// [Classifier]. Per call, WithClassifier replaces it.
+	// Default: nil (only errors marked with Classifier are permanent).
+	Classifier func(error) bool
 
 	// Logger receives the runtime's warnings (lease lost, store errors). The
 	// runtime logs nothing per call at info level.
@@ -106,7 +106,7 @@ func (o Options) resolve() (Options, error) {
 	for _, d := range []struct {
 		name string
 		v    time.Duration
-	}{{"LeaseTTL", o.LeaseTTL}, {"ResultTTL", o.ResultTTL}, {"Settle", o.Settle}, {"StoreTimeout", o.StoreTimeout}} {
+	}{{"LeaseTTL", o.Lease}, {"ResultTTL", o.TTL}, {"Settle", o.Settle}, {"StoreTimeout", o.StoreTimeout}} {
 		if d.v < 0 {
 			return bad("%s is %v; it must not be negative (zero means the default)", d.name, d.v)
 		}
@@ -131,11 +131,11 @@ func (o Options) resolve() (Options, error) {
 	if o.CacheEntries == 0 {
 		o.CacheEntries = 65536
 	}
-	if o.LeaseTTL == 0 {
-		o.LeaseTTL = 60 * time.Second
+	if o.Lease == 0 {
+		o.Lease = 60 * time.Second
 	}
-	if o.ResultTTL == 0 {
-		o.ResultTTL = 24 * time.Hour
+	if o.TTL == 0 {
+		o.TTL = 24 * time.Hour
 	}
 	if o.Settle == 0 {
 		o.Settle = 30 * time.Second
@@ -158,8 +158,8 @@ func (o Options) resolve() (Options, error) {
 	return o, nil
 }
 
-// Option adjusts one call of [Do].
-type Option func(*callOptions)
+// CallOption adjusts one call of [Do].
+type CallOption func(*callOptions)
 
 type callOptions struct {
 	ttl, lease, settle time.Duration
@@ -187,7 +187,7 @@ func (c *callOptions) fail(format string, args ...any) {
 // WithTTL sets how long this call's result is kept (default:
 // Options.ResultTTL). It must be positive and at most 100 years
 // (store.MaxDuration).
-func WithTTL(d time.Duration) Option {
+func WithTTL(d time.Duration) CallOption {
 	return func(c *callOptions) {
 		if err := store.CheckDuration("WithTTL", d); err != nil {
 			c.setErr(err)
@@ -199,7 +199,7 @@ func WithTTL(d time.Duration) Option {
 
 // WithLease sets this call's lease (default: Options.LeaseTTL). It must be
 // positive and at most 100 years: a lease never lasts forever.
-func WithLease(d time.Duration) Option {
+func WithLease(d time.Duration) CallOption {
 	return func(c *callOptions) {
 		if err := store.CheckDuration("WithLease", d); err != nil {
 			c.setErr(err)
@@ -212,7 +212,7 @@ func WithLease(d time.Duration) Option {
 // WithSettle sets how long this call waits for a run of the key in flight
 // elsewhere (default: Options.Settle). Zero fails at once with ErrConflict
 // instead of waiting.
-func WithSettle(d time.Duration) Option {
+func WithSettle(d time.Duration) CallOption {
 	return func(c *callOptions) {
 		if d < 0 {
 			c.fail("WithSettle(%v): a settle time must not be negative", d)
@@ -226,14 +226,14 @@ func WithSettle(d time.Duration) Option {
 // (method, path, body). A call whose fingerprint differs from the one the key
 // was used with gets ErrFingerprintMismatch instead of another request's
 // result. Calls without a fingerprint match any.
-func WithFingerprint(fp []byte) Option {
+func WithFingerprint(fp []byte) CallOption {
 	fp = append([]byte(nil), fp...)
 	return func(c *callOptions) { c.fp = fp }
 }
 
 // WithCodec sets how this call's result is encoded for the store (default:
 // JSON).
-func WithCodec(codec Codec) Option {
+func WithCodec(codec Codec) CallOption {
 	return func(c *callOptions) {
 		if codec == nil {
 			c.fail("WithCodec(nil)")
@@ -244,7 +244,7 @@ func WithCodec(codec Codec) Option {
 }
 
 // WithOutcome makes Do store how it got its answer in *o.
-func WithOutcome(o *Outcome) Option {
+func WithOutcome(o *Outcome) CallOption {
 	return func(c *callOptions) { c.outcome = o }
 }
 
@@ -255,7 +255,7 @@ func WithOutcome(o *Outcome) Option {
 // runs, as an HTTP request's router state does until its handler returns.
 // Callers that wait for another caller's run still leave when their context
 // ends.
-func WithOwnerWaits() Option {
+func WithOwnerWaits() CallOption {
 	return func(c *callOptions) { c.ownerWaits = true }
 }
 
@@ -265,12 +265,12 @@ func WithOwnerWaits() Option {
 // then refused with ErrLeaseLost. That is the semantics of a lock with a
 // TTL; by default the lease is renewed every third of it and only a process
 // that stopped renewing loses its keys.
-func WithoutRenewal() Option {
+func WithoutRenewal() CallOption {
 	return func(c *callOptions) { c.noRenew = true }
 }
 
 // WithClassifier sets which errors of this call's function are permanent,
 // replacing Options.Permanent. Errors marked with Permanent always are.
-func WithClassifier(isPermanent func(error) bool) Option {
+func WithClassifier(isPermanent func(error) bool) CallOption {
 	return func(c *callOptions) { c.permanent = isPermanent }
 }

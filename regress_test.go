@@ -71,12 +71,12 @@ func (w waking) Subscribe(ctx context.Context, fn func(string)) (string, func(),
 // longest TTL allowed works.
 func TestHugeTTL(t *testing.T) {
 	rt := newRuntime(t, idem.Options{})
-	for _, opt := range []idem.Option{idem.WithTTL(math.MaxInt64), idem.WithLease(math.MaxInt64)} {
+	for _, opt := range []idem.CallOption{idem.WithTTL(math.MaxInt64), idem.WithLease(math.MaxInt64)} {
 		if _, err := idem.Do(bg, rt, "k", mustNotRun(t), opt); !errors.Is(err, idem.ErrInvalidArgument) {
 			t.Fatalf("huge duration: %v, want ErrInvalidArgument", err)
 		}
 	}
-	if _, err := idem.New(idem.Options{ResultTTL: math.MaxInt64}); !errors.Is(err, idem.ErrInvalidArgument) {
+	if _, err := idem.New(idem.Options{TTL: math.MaxInt64}); !errors.Is(err, idem.ErrInvalidArgument) {
 		t.Fatalf("New with a huge ResultTTL: %v", err)
 	}
 	v, err := idem.Do(bg, rt, "k", value("v"), idem.WithTTL(store.MaxDuration), idem.WithLease(store.MaxDuration))

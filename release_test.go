@@ -24,7 +24,7 @@ type failFail struct {
 	fails   int
 }
 
-func (f *failFail) Fail(ctx context.Context, key string, tok store.Token) error {
+func (f *failFail) Release(ctx context.Context, key string, tok store.Token) error {
 	f.mu.Lock()
 	failing := f.failing
 	if failing {
@@ -34,7 +34,7 @@ func (f *failFail) Fail(ctx context.Context, key string, tok store.Token) error 
 	if failing {
 		return errors.New("connection refused")
 	}
-	return f.Store.Fail(ctx, key, tok)
+	return f.Store.Release(ctx, key, tok)
 }
 
 func (f *failFail) failCount() int {
@@ -106,7 +106,7 @@ func TestRenewedOwnerNotEvicted(t *testing.T) {
 	rt1 := newRuntime(t, idem.Options{Store: mem, Clock: clk})
 	rt2 := newRuntime(t, idem.Options{Store: mem, Clock: clk})
 	keys := sameMemShard(2)
-	opts := []idem.Option{idem.WithLease(3 * time.Second), idem.WithTTL(1500 * time.Millisecond)}
+	opts := []idem.CallOption{idem.WithLease(3 * time.Second), idem.WithTTL(1500 * time.Millisecond)}
 	a := newStepFn(t)
 	owner := goDo(bg, rt1, keys[0], a.fn, opts...)
 	started(t, a, "A")

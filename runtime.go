@@ -69,11 +69,11 @@ func New(opts Options) (*Runtime, error) {
 	}
 	rt.observing = o.Observer != nil || rt.tracer != nil
 	rt.defaults = callOptions{
-		ttl:       o.ResultTTL,
-		lease:     o.LeaseTTL,
+		ttl:       o.TTL,
+		lease:     o.Lease,
 		settle:    o.Settle,
 		codec:     JSON,
-		permanent: o.Permanent,
+		permanent: o.Classifier,
 	}
 	return rt, nil
 }

@@ -82,7 +82,7 @@ func (w *simWorld) noteEvictions(key string) {
 				continue // released, expired, forgotten or evicted: nothing to lose
 			}
 		}
-		if err := w.mem.Fail(context.Background(), k, simProbeToken); err != nil {
+		if err := w.mem.Release(context.Background(), k, simProbeToken); err != nil {
 			continue // still there (store.ErrLeaseLost: a record under another token)
 		}
 		w.evictedSim++
@@ -144,7 +144,7 @@ func (w *simWorld) fill() {
 		case r < 7:
 			w.storeOp(key, func() { _, err = w.mem.Complete(ctx, key, res.Token, store.Record{Value: []byte("{}")}, req.TTL) })
 		case r < 8:
-			w.storeOp(key, func() { err = w.mem.Fail(ctx, key, res.Token) })
+			w.storeOp(key, func() { err = w.mem.Release(ctx, key, res.Token) })
 		}
 		if err != nil {
 			w.violate("filler/"+key, "the store refused the filler's own claim of %s: %v", key, err)

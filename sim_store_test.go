@@ -214,9 +214,9 @@ func (s *simStore) Complete(ctx context.Context, key string, tok store.Token, re
 	return out, err
 }
 
-func (s *simStore) Fail(ctx context.Context, key string, tok store.Token) error {
-	return s.op(ctx, key, store.OpFail, func() error {
-		err := s.w.mem.Fail(ctx, key, tok)
+func (s *simStore) Release(ctx context.Context, key string, tok store.Token) error {
+	return s.op(ctx, key, store.OpRelease, func() error {
+		err := s.w.mem.Release(ctx, key, tok)
 		if err == nil {
 			s.w.noteEnded(tok, "released")
 		}
@@ -224,9 +224,9 @@ func (s *simStore) Fail(ctx context.Context, key string, tok store.Token) error 
 	}, nil)
 }
 
-func (s *simStore) Extend(ctx context.Context, key string, tok store.Token, lease time.Duration) error {
-	return s.op(ctx, key, store.OpExtend, func() error {
-		err := s.w.mem.Extend(ctx, key, tok, lease)
+func (s *simStore) Renew(ctx context.Context, key string, tok store.Token, lease time.Duration) error {
+	return s.op(ctx, key, store.OpRenew, func() error {
+		err := s.w.mem.Renew(ctx, key, tok, lease)
 		if err == nil {
 			s.w.noteExtend(tok, lease)
 		}

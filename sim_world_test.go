@@ -392,8 +392,8 @@ func (w *simWorld) newRT(slot int) *simRT {
 		Store:     st,
 		Clock:     simClock{w, r},
 		Shards:    w.cfg.shards,
-		LeaseTTL:  r.lease,
-		ResultTTL: time.Hour,
+		Lease:  r.lease,
+		TTL: time.Hour,
 		Settle:    r.settle,
 		Logger:    slog.New(slog.DiscardHandler),
 	})
@@ -423,7 +423,7 @@ func (w *simWorld) newCall() {
 		}
 	}
 	c := &simCall{rt: r, key: key, start: now, lease: r.lease, settle: r.settle, ttl: time.Hour}
-	var opts []idem.Option
+	var opts []idem.CallOption
 	switch f := rng.IntN(100); {
 	case f < 35:
 		c.fp = "A"

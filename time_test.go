@@ -67,7 +67,7 @@ func TestStaleOwnerRefused(t *testing.T) {
 	clk := fakeClock()
 	mem := memStore(clk)
 	fs := &faultStore{Store: mem, extendErr: errors.New("connection refused")}
-	rtA := newRuntime(t, idem.Options{Store: fs, Clock: clk, LeaseTTL: 10 * time.Second})
+	rtA := newRuntime(t, idem.Options{Store: fs, Clock: clk, Lease: 10 * time.Second})
 	rtB := newRuntime(t, idem.Options{Store: mem, Clock: clk})
 	g := newGate()
 	a := goDo(bg, rtA, "k", g.fn("A", nil))
@@ -91,7 +91,7 @@ func TestStaleOwnerRefused(t *testing.T) {
 func TestLeaseRenewed(t *testing.T) {
 	clk := fakeClock()
 	mem := memStore(clk)
-	rtA := newRuntime(t, idem.Options{Store: mem, Clock: clk, LeaseTTL: 9 * time.Second})
+	rtA := newRuntime(t, idem.Options{Store: mem, Clock: clk, Lease: 9 * time.Second})
 	g := newGate()
 	a := goDo(bg, rtA, "k", g.fn("A", nil))
 	<-g.started
@@ -114,7 +114,7 @@ func TestLeaseRenewed(t *testing.T) {
 func TestLeaseLostCancelsFunction(t *testing.T) {
 	clk := fakeClock()
 	fs := &faultStore{Store: memStore(clk), extendErr: store.ErrLeaseLost}
-	rt := newRuntime(t, idem.Options{Store: fs, Clock: clk, LeaseTTL: 9 * time.Second})
+	rt := newRuntime(t, idem.Options{Store: fs, Clock: clk, Lease: 9 * time.Second})
 	started := make(chan struct{})
 	ch := goDo(bg, rt, "k", func(ctx context.Context) (string, error) {
 		close(started)

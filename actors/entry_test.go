@@ -191,7 +191,7 @@ func TestTransientFinishReleasesAndFirstWaiterClaimsAfresh(t *testing.T) {
 
 	h.finish(r1, Transient, errTransient)
 	e := h.wantPhase("k", phReleasing)
-	if o := h.op(store.OpFail); o.Token != tok1 {
+	if o := h.op(store.OpRelease); o.Token != tok1 {
 		t.Fatalf("release token = %+v, want the owner's %+v", o.Token, tok1)
 	}
 	h.noReply(r1) // answered once the store has released the key
@@ -242,7 +242,7 @@ func TestPanicAnswersEveryoneAndReleases(t *testing.T) {
 	h.want(r3, Reply{Kind: Failed, Code: FailOwner, Err: errPanic, Waited: true})
 	h.wantCounts(1, 0)
 	h.wantPhase("k", phReleasing)
-	if o := h.op(store.OpFail); o.Token != tok {
+	if o := h.op(store.OpRelease); o.Token != tok {
 		t.Fatalf("release token = %+v, want %+v", o.Token, tok)
 	}
 	h.noReply(r1)
@@ -346,7 +346,7 @@ func TestRenewalAnswerForAnEarlierOwnerIsIgnored(t *testing.T) {
 	r2 := h.ask("k", lease(3*time.Second))
 
 	h.advance(time.Second) // the renewal goes out
-	if o := h.op(store.OpExtend); o.Token != tok1 || o.Lease != 3*time.Second {
+	if o := h.op(store.OpRenew); o.Token != tok1 || o.Lease != 3*time.Second {
 		t.Fatalf("extend = token %+v lease %v", o.Token, o.Lease)
 	}
 	// The owner fails while its renewal is out; the release waits its turn.
@@ -359,7 +359,7 @@ func TestRenewalAnswerForAnEarlierOwnerIsIgnored(t *testing.T) {
 	if e.lost {
 		t.Fatal("a renewal answer for a run that is over marked the lease lost")
 	}
-	h.op(store.OpFail)
+	h.op(store.OpRelease)
 	h.run()
 	h.want(r1, Reply{Kind: Failed, Code: FailOwner, Err: errTransient})
 	cause2 := watch(r2)
@@ -370,7 +370,7 @@ func TestRenewalAnswerForAnEarlierOwnerIsIgnored(t *testing.T) {
 	for _, err := range []error{store.ErrLeaseLost, nil, errDown} {
 		h.advance(100 * time.Millisecond)
 		o := h.s.newOp(e)
-		o.Kind, o.Key, o.Token, o.Lease, o.sent, o.Err = store.OpExtend, "k", tok1, 3*time.Second, h.clk.Now(), err
+		o.Kind, o.Key, o.Token, o.Lease, o.sent, o.Err = store.OpRenew, "k", tok1, 3*time.Second, h.clk.Now(), err
 		h.s.handle(o)
 		if e.lost || cause2() != nil || e.token != tok2 || !e.leaseAt.Equal(leaseAt) || !e.timer.at.Equal(timerAt) {
 			t.Fatalf("late renewal answer (err %v) for the first owner changed the second's run: "+
@@ -386,7 +386,7 @@ func TestRenewalCountsTheLeaseFromWhenItWasSent(t *testing.T) {
 	r1 := h.ask("k", lease(3*time.Second))
 	h.grant(r1)
 	h.advance(time.Second)
-	h.op(store.OpExtend)
+	h.op(store.OpRenew)
 	h.advance(200 * time.Millisecond) // the store answers late
 	h.run()
 	e := h.entry("k")
@@ -406,7 +406,7 @@ func TestExtendLeaseLostStopsTheOwner(t *testing.T) {
 	r2 := h.ask("k")
 
 	h.advance(time.Second)
-	h.op(store.OpExtend)
+	h.op(store.OpRenew)
 	h.fail(store.ErrLeaseLost)
 	e := h.wantPhase("k", phRunning)
 	if !e.lost || !errors.Is(cause(), store.ErrLeaseLost) {
@@ -421,7 +421,7 @@ func TestExtendLeaseLostStopsTheOwner(t *testing.T) {
 	// The owner's result is refused without a store round trip, and the
 	// waiter asks the store for the key.
 	h.finish(r1, Success, nil)
-	h.want(r1, Reply{Kind: Failed, Code: FailLeaseLost, Op: store.OpExtend, Err: store.ErrLeaseLost})
+	h.want(r1, Reply{Kind: Failed, Code: FailLeaseLost, Op: store.OpRenew, Err: store.ErrLeaseLost})
 	if o := h.op(store.OpClaim); o.Claim.Owner != "owner-2" || e.owner != r2 {
 		t.Fatalf("claim after a lost lease by %q, candidate is the waiter = %v", o.Claim.Owner, e.owner == r2)
 	}
@@ -434,7 +434,7 @@ func TestExtendLeaseLostIsIgnoredWhileTheOwnerStoresItself(t *testing.T) {
 	cause := watch(r1)
 	h.grant(r1)
 	h.advance(time.Second)
-	h.op(store.OpExtend)
+	h.op(store.OpRenew)
 	r1.Finishing() // the owner completes the key in the store itself
 	h.fail(store.ErrLeaseLost)
 	if e := h.entry("k"); e.lost || cause() != nil {
@@ -525,7 +525,7 @@ func TestReleaseFailureIsRetriedAndSettleZeroCallerConflicts(t *testing.T) {
 	tok := h.grant(r1)
 	r2 := h.ask("k", fp("b"))
 	h.finish(r1, Transient, errTransient)
-	h.op(store.OpFail)
+	h.op(store.OpRelease)
 	h.fail(errDown)
 
 	// The owner has its answer; the key stays held while the release is retried.
@@ -544,7 +544,7 @@ func TestReleaseFailureIsRetriedAndSettleZeroCallerConflicts(t *testing.T) {
 	h.want(r4, Reply{Kind: Failed, Code: FailConflict, LeaseLeft: 995 * time.Millisecond})
 
 	h.advance(5 * time.Millisecond)
-	if o := h.op(store.OpFail); o.Token != tok {
+	if o := h.op(store.OpRelease); o.Token != tok {
 		t.Fatalf("release retry token = %+v, want %+v", o.Token, tok)
 	}
 	h.run()
@@ -563,7 +563,7 @@ func TestReleaseFailureIsGivenUpWhenTheLeaseEnds(t *testing.T) {
 	h.finish(r1, Transient, errTransient)
 	h.fail(errDown)
 	h.want(r1, Reply{Kind: Failed, Code: FailOwner, Err: errTransient})
-	if n := h.failUntilGivenUp(store.OpFail, tok); n != 4 {
+	if n := h.failUntilGivenUp(store.OpRelease, tok); n != 4 {
 		t.Fatalf("retries = %d, want 4", n)
 	}
 	h.wantPhase("k", phClaiming)
@@ -666,7 +666,7 @@ func TestRemoteKeyIsReclaimedOnItsTimer(t *testing.T) {
 	}
 	h.noReply(r1)
 
-	if err := h.mem.Fail(context.Background(), "k", other); err != nil {
+	if err := h.mem.Release(context.Background(), "k", other); err != nil {
 		t.Fatal(err)
 	}
 	h.advance(20 * time.Millisecond)
@@ -752,7 +752,7 @@ func TestClosingAnswersWaitersClosed(t *testing.T) {
 
 	// b's claim comes back granted: it is released, nobody is told.
 	h.run()
-	h.op(store.OpFail)
+	h.op(store.OpRelease)
 	h.run()
 	h.noReply(rb)
 	h.wantCounts(1, 0)
@@ -794,7 +794,7 @@ func TestCandidateThatLeavesReleasesItsClaimForTheNextWaiter(t *testing.T) {
 	h.s.onAbandon(r1) // while its claim is out
 	h.run()           // granted to nobody: released
 	h.wantPhase("k", phReleasing)
-	h.op(store.OpFail)
+	h.op(store.OpRelease)
 	h.run()
 	if o := h.op(store.OpClaim); o.Claim.Lease != 20*time.Second || o.Claim.Owner != "owner-2" {
 		t.Fatalf("next claim = %+v, want the waiter's own", o.Claim)
@@ -860,7 +860,7 @@ func TestPromotedWaiterKeepsItsSettleTimeWhileItClaims(t *testing.T) {
 		t.Fatalf("candidate where = %d, want gone", r2.where)
 	}
 	h.run() // granted to a caller that left: released
-	h.op(store.OpFail)
+	h.op(store.OpRelease)
 	h.run()
 	h.noReply(r2)
 	h.idle()
@@ -893,7 +893,7 @@ func TestRenewalStoreErrorRetriesAndStopsTheOwnerPastItsLease(t *testing.T) {
 	h.grant(r1)
 
 	h.advance(time.Second)
-	h.op(store.OpExtend)
+	h.op(store.OpRenew)
 	h.fail(errDown)
 	e := h.wantPhase("k", phRunning)
 	if e.lost || cause() != nil || !e.timer.at.Equal(t0.Add(2*time.Second)) || !e.leaseAt.Equal(t0) {
@@ -902,7 +902,7 @@ func TestRenewalStoreErrorRetriesAndStopsTheOwnerPastItsLease(t *testing.T) {
 	h.advance(time.Second)
 	h.fail(errDown)
 	h.advance(time.Second) // the lease has run out
-	h.op(store.OpExtend)
+	h.op(store.OpRenew)
 	h.fail(errDown)
 	if !errors.Is(cause(), store.ErrLeaseLost) || e.lost {
 		t.Fatalf("past the lease: cause %v lost %v; want the owner told to stop, its result still offered", cause(), e.lost)

@@ -37,7 +37,7 @@ func (s *Shard) onFinish(f *Finish) {
 		return
 	}
 	if e.lost {
-		s.reply(r, Reply{Kind: Failed, Code: FailLeaseLost, Op: store.OpExtend, Err: store.ErrLeaseLost})
+		s.reply(r, Reply{Kind: Failed, Code: FailLeaseLost, Op: store.OpRenew, Err: store.ErrLeaseLost})
 		e.owner = nil
 		s.restart(e)
 		return
@@ -80,7 +80,7 @@ func (s *Shard) release(e *entry, ownerReply Reply) {
 
 func (s *Shard) sendFail(e *entry) {
 	o := s.newOp(e)
-	o.Kind, o.Key, o.Token = store.OpFail, e.key, e.token
+	o.Kind, o.Key, o.Token = store.OpRelease, e.key, e.token
 	s.submit(o)
 }
 

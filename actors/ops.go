@@ -125,9 +125,9 @@ func (s *Shard) handle(o *op) {
 		s.claimed(e, o)
 	case store.OpComplete:
 		s.completed(e, o)
-	case store.OpFail:
+	case store.OpRelease:
 		s.released(e, o)
-	case store.OpExtend:
+	case store.OpRenew:
 		s.extended(e, o)
 	}
 }
@@ -166,7 +166,7 @@ func (s *Shard) onTimer(it *timerItem) {
 	case timerRenew:
 		if e := it.e; e.phase == phRunning && !e.lost {
 			o := s.newOp(e)
-			o.Kind, o.Key, o.Token, o.Lease = store.OpExtend, e.key, e.token, e.lease
+			o.Kind, o.Key, o.Token, o.Lease = store.OpRenew, e.key, e.token, e.lease
 			s.submit(o)
 		}
 	case timerReclaim:

@@ -281,7 +281,7 @@ func (s *pollSystem) do(ctx context.Context, key string, fn workFn, _ bool) (rec
 			r, err := fn(ctx)
 			if err != nil {
 				s.calls.Add(1)
-				_ = s.st.Fail(ctx, key, res.Token)
+				_ = s.st.Release(ctx, key, res.Token)
 				return r, executed, err
 			}
 			data, err := json.Marshal(r)

@@ -172,6 +172,6 @@ func eventually(t testing.TB, what string, cond func() bool) { idemtest.Eventual
 // hangs or lost its store: its leases run out while its handler runs.
 type noExtend struct{ store.Store }
 
-func (noExtend) Extend(context.Context, string, store.Token, time.Duration) error {
+func (noExtend) Renew(context.Context, string, store.Token, time.Duration) error {
 	return errors.New("test: renewals refused")
 }

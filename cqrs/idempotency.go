@@ -58,7 +58,7 @@ type Idempotency struct {
 	own      bool
 	optional bool
 	fp       func(*Message) ([]byte, error)
-	opts     []idem.Option // the options shared by every call
+	opts     []idem.CallOption // the options shared by every call
 	close    sync.Once
 	closeErr error
 }
@@ -84,7 +84,7 @@ func NewIdempotency(opts IdempotencyOptions) (*Idempotency, error) {
 		rt:       opts.Runtime,
 		optional: opts.Optional,
 		fp:       opts.Fingerprint,
-		opts: []idem.Option{
+		opts: []idem.CallOption{
 			idem.WithSettle(0), // fail fast while another holder has the lock
 			idem.WithLease(opts.LockTTL),
 			// A lock with a TTL: a holder that never finishes, even in a
@@ -170,12 +170,12 @@ func (p *Idempotency) fingerprint(msg *Message) ([]byte, error) {
 }
 
 // onceFunc runs next under idem.Do on key, typed with the handler's result.
-type onceFunc func(ctx context.Context, rt *idem.Runtime, key string, next Next, opts []idem.Option) (any, error)
+type onceFunc func(ctx context.Context, rt *idem.Runtime, key string, next Next, opts []idem.CallOption) (any, error)
 
 // once is the onceFunc of result type R. The result is stored with idem's
 // codec (JSON): R must encode and decode. In this process, callers may share
 // one result value: treat results as read-only.
-func once[R any](ctx context.Context, rt *idem.Runtime, key string, next Next, opts []idem.Option) (any, error) {
+func once[R any](ctx context.Context, rt *idem.Runtime, key string, next Next, opts []idem.CallOption) (any, error) {
 	v, err := idem.Do(ctx, rt, key, func(ctx context.Context) (R, error) {
 		res, err := next(ctx)
 		if err != nil {

@@ -159,7 +159,7 @@ func (x *exec[S]) once(ctx context.Context, step, key string, so StepOptions, s 
 	if err := store.ValidateKey(scoped); err != nil {
 		return s, fmt.Errorf("flows: step %q: key %q: %w", step, key, err)
 	}
-	opts := []idem.Option{idem.WithFingerprint(x.fingerprint(step)), idem.WithSettle(stepSettle(so.Settle))}
+	opts := []idem.CallOption{idem.WithFingerprint(x.fingerprint(step)), idem.WithSettle(stepSettle(so.Settle))}
 	if so.TTL > 0 {
 		opts = append(opts, idem.WithTTL(so.TTL))
 	}
@@ -264,7 +264,7 @@ func (f *Flow[S]) Run(ctx context.Context, rt *idem.Runtime, input S, opts RunOp
 	if err := store.ValidateKey(scoped); err != nil {
 		return input, fmt.Errorf("flows: %s: workflow key %q: %w", f.name, key, err)
 	}
-	var wopts []idem.Option
+	var wopts []idem.CallOption
 	switch {
 	case opts.FailFast:
 		wopts = append(wopts, idem.WithSettle(0))

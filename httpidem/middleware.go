@@ -24,7 +24,7 @@ type Middleware struct {
 	rt       *idem.Runtime
 	own      bool
 	methods  map[string]bool
-	opts     []idem.Option // the options shared by every call
+	opts     []idem.CallOption // the options shared by every call
 	close    sync.Once
 	closeErr error
 }
@@ -41,7 +41,7 @@ func New(opts Options) (*Middleware, error) {
 	for _, meth := range o.Methods {
 		m.methods[meth] = true
 	}
-	m.opts = []idem.Option{
+	m.opts = []idem.CallOption{
 		idem.WithSettle(o.Settle),
 		idem.WithTTL(o.TTL),
 		idem.WithLease(o.Lease),

@@ -12,8 +12,8 @@ type OpKind uint8
 const (
 	OpClaim OpKind = iota + 1
 	OpComplete
-	OpFail
-	OpExtend
+	OpRelease
+	OpRenew
 	OpGet
 	OpForget
 )
@@ -25,9 +25,9 @@ func (k OpKind) String() string {
 		return "claim"
 	case OpComplete:
 		return "complete"
-	case OpFail:
+	case OpRelease:
 		return "fail"
-	case OpExtend:
+	case OpRenew:
 		return "extend"
 	case OpGet:
 		return "get"
@@ -79,10 +79,10 @@ func RunOne(ctx context.Context, s Store, op *Op) {
 		op.Result, op.Err = s.Claim(ctx, op.Key, op.Claim)
 	case OpComplete:
 		op.Result.Record, op.Err = s.Complete(ctx, op.Key, op.Token, op.Record, op.TTL)
-	case OpFail:
-		op.Err = s.Fail(ctx, op.Key, op.Token)
-	case OpExtend:
-		op.Err = s.Extend(ctx, op.Key, op.Token, op.Lease)
+	case OpRelease:
+		op.Err = s.Release(ctx, op.Key, op.Token)
+	case OpRenew:
+		op.Err = s.Renew(ctx, op.Key, op.Token, op.Lease)
 	case OpGet:
 		op.Result.Record, op.Err = s.Get(ctx, op.Key)
 	case OpForget:

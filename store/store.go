@@ -41,12 +41,12 @@ type Store interface {
 	// filled in). Otherwise it returns ErrLeaseLost. Completing again with the
 	// same token after success returns the stored record (replay).
 	Complete(ctx context.Context, key string, tok Token, rec Record, ttl time.Duration) (Record, error)
-	// Fail releases the key held by tok, so the next Claim executes. Failing an
+	// Release releases the key held by tok, so the next Claim executes. Failing an
 	// absent key is a no-op; failing a key held by another token, or completed,
 	// returns ErrLeaseLost.
-	Fail(ctx context.Context, key string, tok Token) error
-	// Extend renews the lease of tok to lease from now, or returns ErrLeaseLost.
-	Extend(ctx context.Context, key string, tok Token, lease time.Duration) error
+	Release(ctx context.Context, key string, tok Token) error
+	// Renew renews the lease of tok to lease from now, or returns ErrLeaseLost.
+	Renew(ctx context.Context, key string, tok Token, lease time.Duration) error
 	// Get returns the completed record of key, or ErrNotFound when the key is
 	// absent or in progress.
 	Get(ctx context.Context, key string) (Record, error)

@@ -92,7 +92,7 @@ func main() {
 
 	fmt.Println("2. instance A charges order o-2, then dies while sending the receipt")
 	cut := &cuttable{Store: shared}
-	rtA := idem.Must(idem.New(idem.Options{Store: cut, LeaseTTL: time.Second}))
+	rtA := idem.Must(idem.New(idem.Options{Store: cut, Lease: time.Second}))
 	crashed := make(chan struct{})
 	fa := newFlow(func() {
 		cut.cut() // the process dies here: no renewal, nothing recorded
@@ -107,7 +107,7 @@ func main() {
 	before := charges.Load()
 	fmt.Printf("   charges so far: %d; the client retries on instance B\n", before)
 
-	rtB := idem.Must(idem.New(idem.Options{Store: shared, LeaseTTL: time.Second}))
+	rtB := idem.Must(idem.New(idem.Options{Store: shared, Lease: time.Second}))
 	defer rtB.Close(ctx)
 	start := time.Now()
 	out, err := newFlow(func() {}).Run(ctx, rtB, Checkout{Order: "o-2", Amount: 990},
@@ -147,16 +147,16 @@ func (c *cuttable) Complete(ctx context.Context, key string, tok store.Token, re
 	return c.Store.Complete(ctx, key, tok, rec, ttl)
 }
 
-func (c *cuttable) Fail(ctx context.Context, key string, tok store.Token) error {
+func (c *cuttable) Release(ctx context.Context, key string, tok store.Token) error {
 	if c.dead.Load() {
 		return errGone
 	}
-	return c.Store.Fail(ctx, key, tok)
+	return c.Store.Release(ctx, key, tok)
 }
 
-func (c *cuttable) Extend(ctx context.Context, key string, tok store.Token, lease time.Duration) error {
+func (c *cuttable) Renew(ctx context.Context, key string, tok store.Token, lease time.Duration) error {
 	if c.dead.Load() {
 		return errGone
 	}
-	return c.Store.Extend(ctx, key, tok, lease)
+	return c.Store.Renew(ctx, key, tok, lease)
 }

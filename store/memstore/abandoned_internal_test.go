@@ -23,7 +23,7 @@ func TestAbandonedListSkipsRenewedClaim(t *testing.T) {
 	}
 	for range 3000 { // 1000 s of renewals, one every 1/3 s
 		c.Advance(time.Second / 3)
-		if err := s.Extend(ctx, "k", a.Token, lease); err != nil {
+		if err := s.Renew(ctx, "k", a.Token, lease); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -76,7 +76,7 @@ func randomLiveClaims(t *testing.T, seed uint64) {
 				continue
 			}
 			lease := leases[rng.IntN(len(leases))]
-			err := s.Extend(ctx, k, h.tok, lease)
+			err := s.Renew(ctx, k, h.tok, lease)
 			log = append(log, fmt.Sprintf("t=%v extend %s %v lease=%v -> %v", now.Sub(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), k, h.tok, lease, err))
 			if err != nil {
 				if live {
@@ -103,7 +103,7 @@ func randomLiveClaims(t *testing.T, seed uint64) {
 			if !h.held {
 				continue
 			}
-			err := s.Fail(ctx, k, h.tok)
+			err := s.Release(ctx, k, h.tok)
 			log = append(log, fmt.Sprintf("t=%v fail %s -> %v", now.Sub(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), k, err))
 			if err != nil && live {
 				fail("fail by the live holder of %s: %v", k, err)
@@ -118,7 +118,7 @@ func randomLiveClaims(t *testing.T, seed uint64) {
 	// Settle everything, then let every TTL pass: records must go.
 	for _, k := range keys {
 		if h := model[k]; h.held {
-			_ = s.Fail(ctx, k, h.tok)
+			_ = s.Release(ctx, k, h.tok)
 		}
 	}
 	// Keys still held by an owner the model lost track of: forget nothing,
@@ -137,7 +137,7 @@ func randomLiveClaims(t *testing.T, seed uint64) {
 		if res.Status == store.Claimed && res.Takeover {
 			n++ // an abandoned claim of an owner we dropped: allowed to stay
 		}
-		_ = s.Fail(ctx, k, res.Token)
+		_ = s.Release(ctx, k, res.Token)
 	}
 	_ = n
 	if l := s.Len(); l != 0 {

@@ -25,7 +25,7 @@ func TestRenewedClaimNotEvicted(t *testing.T) {
 	}
 	for range 3 { // renew every second: the lease runs until 6s
 		c.Advance(time.Second)
-		if err := s.Extend(ctx, keys[0], a.Token, lease); err != nil {
+		if err := s.Renew(ctx, keys[0], a.Token, lease); err != nil {
 			t.Fatal(err)
 		}
 	}

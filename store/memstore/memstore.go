@@ -414,8 +414,8 @@ func (s *Store) Complete(ctx context.Context, key string, tok store.Token, rec s
 	return out, nil
 }
 
-// Fail implements [store.Store].
-func (s *Store) Fail(ctx context.Context, key string, tok store.Token) error {
+// Release implements [store.Store].
+func (s *Store) Release(ctx context.Context, key string, tok store.Token) error {
 	if err := s.check(ctx, key); err != nil {
 		return err
 	}
@@ -438,8 +438,8 @@ func (s *Store) Fail(ctx context.Context, key string, tok store.Token) error {
 	return nil
 }
 
-// Extend implements [store.Store].
-func (s *Store) Extend(ctx context.Context, key string, tok store.Token, lease time.Duration) error {
+// Renew implements [store.Store].
+func (s *Store) Renew(ctx context.Context, key string, tok store.Token, lease time.Duration) error {
 	if err := s.check(ctx, key); err != nil {
 		return err
 	}

@@ -31,8 +31,8 @@ func TestDecodeUnexpectedReplyIsCorrupt(t *testing.T) {
 	replies := map[store.OpKind][][]any{
 		store.OpClaim:    {{}, {nil}, {"one"}, {0}, {4}, {2, "x", "v", "", int64(1), "o", int64(0), int64(1), int64(0)}},
 		store.OpComplete: {{}, {nil}, {true}, {3}, {7}, {2, "p", "v", "", int64(0), int64(1), int64(0)}},
-		store.OpFail:     {{}, {"x"}, {2}},
-		store.OpExtend:   {{}, {5}},
+		store.OpRelease:     {{}, {"x"}, {2}},
+		store.OpRenew:   {{}, {5}},
 		store.OpGet:      {{}, {true}, {1}, {3}, {2, "r", "v", "", int64(1), "o", int64(0), int64(1), int64(0)}},
 		store.OpForget:   {{}, {0}, {2}, {4}},
 	}

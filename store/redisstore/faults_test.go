@@ -101,7 +101,7 @@ func TestRedisRestartMidRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt := newRuntime(t, idem.Options{Store: s, LeaseTTL: 2 * time.Second, Settle: 5 * time.Second, StoreTimeout: time.Second})
+	rt := newRuntime(t, idem.Options{Store: s, Lease: 2 * time.Second, Settle: 5 * time.Second, StoreTimeout: time.Second})
 	const n = 400
 	runs := make([]atomic.Int32, n)
 	ty := newTally()

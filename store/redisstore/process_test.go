@@ -71,7 +71,7 @@ func workerMain(id string) int {
 		return 2
 	}
 	defer s.Close()
-	rt, err := idem.New(idem.Options{Store: s, LeaseTTL: workerLease, Settle: workerSettle})
+	rt, err := idem.New(idem.Options{Store: s, Lease: workerLease, Settle: workerSettle})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "worker:", err)
 		return 2

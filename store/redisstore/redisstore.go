@@ -155,16 +155,16 @@ func (s *Store) Complete(ctx context.Context, key string, tok store.Token, rec s
 	return op.Result.Record, op.Err
 }
 
-// Fail implements [store.Store].
-func (s *Store) Fail(ctx context.Context, key string, tok store.Token) error {
-	op := &store.Op{Kind: store.OpFail, Key: key, Token: tok}
+// Release implements [store.Store].
+func (s *Store) Release(ctx context.Context, key string, tok store.Token) error {
+	op := &store.Op{Kind: store.OpRelease, Key: key, Token: tok}
 	s.Batch(ctx, []*store.Op{op})
 	return op.Err
 }
 
-// Extend implements [store.Store].
-func (s *Store) Extend(ctx context.Context, key string, tok store.Token, lease time.Duration) error {
-	op := &store.Op{Kind: store.OpExtend, Key: key, Token: tok, Lease: lease}
+// Renew implements [store.Store].
+func (s *Store) Renew(ctx context.Context, key string, tok store.Token, lease time.Duration) error {
+	op := &store.Op{Kind: store.OpRenew, Key: key, Token: tok, Lease: lease}
 	s.Batch(ctx, []*store.Op{op})
 	return op.Err
 }
@@ -228,9 +228,9 @@ func (s *Store) prepare(op *store.Op) (call, bool) {
 			st, res = "f", []byte(op.Record.Error)
 		}
 		c.sc, c.args = finishScript, []any{op.Token.Owner, op.Token.Fence, st, res, op.Record.Fingerprint, ms(op.TTL), s.inbox}
-	case store.OpFail:
+	case store.OpRelease:
 		c.sc, c.args = finishScript, []any{op.Token.Owner, op.Token.Fence, "r", "", "", 0, s.inbox}
-	case store.OpExtend:
+	case store.OpRenew:
 		op.Err = store.CheckDuration("lease", op.Lease)
 		c.sc, c.args = extendScript, []any{op.Token.Owner, op.Token.Fence, ms(op.Lease)}
 	case store.OpGet:
@@ -383,7 +383,7 @@ func repeatable(op *store.Op, age time.Duration) bool {
 	switch op.Kind {
 	case store.OpClaim:
 		return age < op.Claim.Lease/2
-	case store.OpExtend:
+	case store.OpRenew:
 		return age < op.Lease/2
 	case store.OpGet:
 		return true
@@ -526,7 +526,7 @@ func (s *Store) decode(c call, now time.Time) {
 		default:
 			r.err = fmt.Errorf("unexpected %v reply %v", op.Kind, vals)
 		}
-	case store.OpFail, store.OpExtend:
+	case store.OpRelease, store.OpRenew:
 		switch code {
 		case 1:
 		case 0:

@@ -75,7 +75,7 @@ func TestLostFailReplyIsNotAnsweredByARerun(t *testing.T) {
 	var b store.ClaimResult
 	var bErr error
 	failErr := pausedRace(t, srv,
-		func() error { return sa.Fail(bg, "k", a.Token) },
+		func() error { return sa.Release(bg, "k", a.Token) },
 		func() { b, bErr = sb.Claim(bg, "k", claimReq("b")) })
 	if bErr != nil {
 		t.Fatalf("claim b: %v", bErr)
@@ -183,7 +183,7 @@ func TestLostReplyRunsOnce(t *testing.T) {
 			lost  func(s *redisstore.Store, key string, tok store.Token) error
 		}{
 			{name: "complete", lost: complete},
-			{name: "fail", lost: func(s *redisstore.Store, key string, tok store.Token) error { return s.Fail(bg, key, tok) }},
+			{name: "fail", lost: func(s *redisstore.Store, key string, tok store.Token) error { return s.Release(bg, key, tok) }},
 			{name: "forget", setup: complete, lost: func(s *redisstore.Store, key string, _ store.Token) error { return s.Forget(bg, key) }},
 		} {
 			s := newStore(t, client(t))
@@ -231,7 +231,7 @@ func TestLostReplyIsRepeated(t *testing.T) {
 				return res.Token, err
 			}},
 			{name: "extend", lease: time.Minute, lost: func(s *redisstore.Store, key string, tok store.Token) (store.Token, error) {
-				return tok, s.Extend(bg, key, tok, time.Minute)
+				return tok, s.Renew(bg, key, tok, time.Minute)
 			}},
 			{name: "get", lease: time.Minute, lost: func(s *redisstore.Store, key string, tok store.Token) (store.Token, error) {
 				rec, err := s.Get(bg, key)

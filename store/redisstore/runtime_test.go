@@ -79,7 +79,7 @@ type result struct {
 	out idem.Outcome
 }
 
-func goDo(ctx context.Context, rt *idem.Runtime, key string, fn func(context.Context) (string, error), opts ...idem.Option) <-chan result {
+func goDo(ctx context.Context, rt *idem.Runtime, key string, fn func(context.Context) (string, error), opts ...idem.CallOption) <-chan result {
 	ch := make(chan result, 1)
 	go func() {
 		var r result

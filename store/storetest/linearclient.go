@@ -123,10 +123,10 @@ func (c *client) step() {
 			in.Value = fmt.Sprintf("v%d.%d", c.id, c.seq)
 		}
 	case p < 60:
-		in.Kind = store.OpFail
+		in.Kind = store.OpRelease
 		in.Token = c.token(key)
 	case p < 72:
-		in.Kind = store.OpExtend
+		in.Kind = store.OpRenew
 		in.Token = c.token(key)
 		in.Lease = c.short(1, 2)
 	case p < 90:
@@ -168,10 +168,10 @@ func (c *client) do(in LinearInput) LinearOutput {
 			out.Record = c.record(rec)
 		}
 		return out
-	case store.OpFail:
-		return c.outcome(c.st.Fail(ctx, in.Key, in.Token))
-	case store.OpExtend:
-		return c.outcome(c.st.Extend(ctx, in.Key, in.Token, in.Lease))
+	case store.OpRelease:
+		return c.outcome(c.st.Release(ctx, in.Key, in.Token))
+	case store.OpRenew:
+		return c.outcome(c.st.Renew(ctx, in.Key, in.Token, in.Lease))
 	case store.OpGet:
 		rec, err := c.st.Get(ctx, in.Key)
 		out := c.outcome(err)
@@ -205,11 +205,11 @@ func (c *client) learn(in LinearInput, out LinearOutput) {
 			c.r.share(in.Key, out.Token)
 			delete(c.pending, in.Key)
 		}
-	case store.OpComplete, store.OpFail:
+	case store.OpComplete, store.OpRelease:
 		if !out.Unknown && c.own[in.Key] == in.Token {
 			delete(c.own, in.Key)
 		}
-	case store.OpExtend:
+	case store.OpRenew:
 		if out.Err == LeaseLost && c.own[in.Key] == in.Token {
 			delete(c.own, in.Key)
 		}

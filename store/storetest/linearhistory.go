@@ -118,9 +118,9 @@ func describe(in LinearInput, out LinearOutput) string {
 			v = fmt.Sprintf("error=%q", in.Error)
 		}
 		call = fmt.Sprintf("complete(%s, %s/%d, %s, ttl=%v)", in.Key, in.Token.Owner, in.Token.Fence, v, in.TTL)
-	case store.OpFail:
+	case store.OpRelease:
 		call = fmt.Sprintf("fail(%s, %s/%d)", in.Key, in.Token.Owner, in.Token.Fence)
-	case store.OpExtend:
+	case store.OpRenew:
 		call = fmt.Sprintf("extend(%s, %s/%d, %v)", in.Key, in.Token.Owner, in.Token.Fence, in.Lease)
 	case store.OpGet:
 		call = fmt.Sprintf("get(%s)", in.Key)

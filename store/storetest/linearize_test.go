@@ -41,8 +41,8 @@ func (b *broken) Complete(ctx context.Context, key string, tok store.Token, rec 
 	return b.Store.Complete(ctx, key, tok, rec, ttl)
 }
 
-func (b *broken) Fail(ctx context.Context, key string, tok store.Token) error {
-	err := b.Store.Fail(ctx, key, tok)
+func (b *broken) Release(ctx context.Context, key string, tok store.Token) error {
+	err := b.Store.Release(ctx, key, tok)
 	if b.bug == "failLies" && err == nil && b.every(2) {
 		return store.ErrLeaseLost // released, but says otherwise
 	}
@@ -67,14 +67,14 @@ func (b *broken) Get(ctx context.Context, key string) (store.Record, error) {
 	return rec, err
 }
 
-func (b *broken) Extend(ctx context.Context, key string, tok store.Token, lease time.Duration) error {
+func (b *broken) Renew(ctx context.Context, key string, tok store.Token, lease time.Duration) error {
 	if b.bug == "extendIgnored" {
 		if _, err := b.Store.Claim(ctx, key, store.ClaimRequest{Owner: tok.Owner, Lease: lease, TTL: lease}); err != nil {
 			return err
 		}
 		return nil // says renewed, renews nothing (and may even claim)
 	}
-	return b.Store.Extend(ctx, key, tok, lease)
+	return b.Store.Renew(ctx, key, tok, lease)
 }
 
 func (b *broken) Claim(ctx context.Context, key string, req store.ClaimRequest) (store.ClaimResult, error) {

@@ -127,11 +127,11 @@ func (m linearModel) step(s keyState, in LinearInput, out LinearOutput) []keySta
 		return m.claim(s, in, out)
 	case store.OpComplete:
 		return m.complete(s, in, out)
-	case store.OpFail:
+	case store.OpRelease:
 		return m.holderOp(s, in, out, func(s keyState) keyState {
 			return keyState{now: s.now, lastFence: max(s.lastFence, s.fence)}
 		})
-	case store.OpExtend:
+	case store.OpRenew:
 		return m.extend(s, in, out)
 	case store.OpGet:
 		if out.Unknown {
@@ -227,7 +227,7 @@ func (m linearModel) leaseLeft(s keyState, left time.Duration) bool {
 // (Fail; Complete and Extend share its matching): apply turns the state of a
 // key held by the token into the state after the operation.
 func (m linearModel) holderOp(s keyState, in LinearInput, out LinearOutput, apply func(keyState) keyState) []keyState {
-	if in.Kind == store.OpFail && s.state == absent {
+	if in.Kind == store.OpRelease && s.state == absent {
 		if out.Unknown || out.Err == NoError {
 			return one(s)
 		}

@@ -66,11 +66,11 @@ func TestLinearModelSequential(t *testing.T) {
 		{0, 1, claimIn("a"), claimed("a", 3)},
 		{2, 3, claimIn("b"), inProgress(3)},
 		{4, 5, claimIn("a"), claimed("a", 3)}, // a replay
-		{6, 7, tokIn(store.OpExtend, "a", 3), ok},
+		{6, 7, tokIn(store.OpRenew, "a", 3), ok},
 		{8, 9, storetest.LinearInput{Kind: store.OpComplete, Key: "k", Token: rec.Token, Value: "v", TTL: lease},
 			storetest.LinearOutput{Record: rec}},
 		{10, 11, storetest.LinearInput{Kind: store.OpGet, Key: "k"}, storetest.LinearOutput{Record: rec}},
-		{12, 13, tokIn(store.OpFail, "a", 3), leaseLost},
+		{12, 13, tokIn(store.OpRelease, "a", 3), leaseLost},
 		{14, 15, storetest.LinearInput{Kind: store.OpForget, Key: "k"}, ok},
 		{16, 17, claimIn("c"), claimed("c", 1)}, // fences may restart after Forget
 	})
@@ -81,7 +81,7 @@ func TestLinearModelSequential(t *testing.T) {
 func TestLinearModelFailRetried(t *testing.T) {
 	hist := []hop{
 		{0, 1, claimIn("a"), claimed("a", 1)},
-		{2, 50, tokIn(store.OpFail, "a", 1), leaseLost},
+		{2, 50, tokIn(store.OpRelease, "a", 1), leaseLost},
 		{10, 20, claimIn("b"), claimed("b", 2)},
 	}
 	check(t, false, porcupine.Illegal, hist)
@@ -109,7 +109,7 @@ func TestLinearModelUnknownClaim(t *testing.T) {
 func TestLinearModelFenceIncreases(t *testing.T) {
 	check(t, false, porcupine.Illegal, []hop{
 		{0, 1, claimIn("a"), claimed("a", 5)},
-		{2, 3, tokIn(store.OpFail, "a", 5), ok},
+		{2, 3, tokIn(store.OpRelease, "a", 5), ok},
 		{4, 5, claimIn("b"), claimed("b", 5)},
 	})
 }

@@ -274,7 +274,7 @@ func (s *suite) randomSeq(t *testing.T, seed uint64) {
 			tok := pickToken(mk)
 			log = append(log, fmt.Sprintf("fail(%s,%+v)", k, tok))
 			b := m.now()
-			err := st.Fail(ctx, k, tok)
+			err := st.Release(ctx, k, tok)
 			a := m.now()
 			settle(mk, b, a, func(w *modelKey) error {
 				switch {
@@ -299,7 +299,7 @@ func (s *suite) randomSeq(t *testing.T, seed uint64) {
 			lease, short := dur()
 			log = append(log, fmt.Sprintf("extend(%s,%+v,%v)", k, tok, lease))
 			b := m.now()
-			err := st.Extend(ctx, k, tok, lease)
+			err := st.Renew(ctx, k, tok, lease)
 			a := m.now()
 			settle(mk, b, a, func(w *modelKey) error {
 				if w.state == "progress" && w.token == tok {

@@ -224,8 +224,8 @@ func (s *suite) staleOwnerFenced(t *testing.T) {
 	cur := s.mustClaim(t, st, "k", "owner-2", s.long())
 	_, err := st.Complete(ctx, "k", old, store.Record{Value: []byte("stale")}, s.long())
 	wantErr(t, "stale Complete", err, store.ErrLeaseLost)
-	wantErr(t, "stale Extend", st.Extend(ctx, "k", old, s.long()), store.ErrLeaseLost)
-	wantErr(t, "stale Fail", st.Fail(ctx, "k", old), store.ErrLeaseLost)
+	wantErr(t, "stale Extend", st.Renew(ctx, "k", old, s.long()), store.ErrLeaseLost)
+	wantErr(t, "stale Fail", st.Release(ctx, "k", old), store.ErrLeaseLost)
 	forged := store.Token{Fence: cur.Fence, Owner: "owner-1"}
 	_, err = st.Complete(ctx, "k", forged, store.Record{Value: []byte("forged")}, s.long())
 	wantErr(t, "Complete with the right fence and the wrong owner", err, store.ErrLeaseLost)
@@ -245,7 +245,7 @@ func (s *suite) completeAfterExpiryUntaken(t *testing.T) {
 	st := s.h.New(t)
 	tok := s.mustClaim(t, st, "k", "owner-1", s.short())
 	s.expire(t)
-	if err := st.Extend(ctx, "k", tok, s.long()); err != nil {
+	if err := st.Renew(ctx, "k", tok, s.long()); err != nil {
 		t.Fatalf("Extend after expiry, untaken: %v", err)
 	}
 	if res := s.claim(t, st, "k", "owner-2", s.long(), nil); res.Status != store.InProgress {
@@ -355,12 +355,12 @@ func (s *suite) completeReplay(t *testing.T) {
 
 func (s *suite) failReleases(t *testing.T) {
 	st := s.h.New(t)
-	if err := st.Fail(ctx, "absent", store.Token{Fence: 1, Owner: "x"}); err != nil {
+	if err := st.Release(ctx, "absent", store.Token{Fence: 1, Owner: "x"}); err != nil {
 		t.Fatalf("Fail of an absent key: %v, want nil", err)
 	}
 	tok := s.mustClaim(t, st, "k", "owner-1", s.long())
-	wantErr(t, "Fail by another owner", st.Fail(ctx, "k", store.Token{Fence: tok.Fence, Owner: "owner-2"}), store.ErrLeaseLost)
-	if err := st.Fail(ctx, "k", tok); err != nil {
+	wantErr(t, "Fail by another owner", st.Release(ctx, "k", store.Token{Fence: tok.Fence, Owner: "owner-2"}), store.ErrLeaseLost)
+	if err := st.Release(ctx, "k", tok); err != nil {
 		t.Fatal(err)
 	}
 	next := s.mustClaim(t, st, "k", "owner-2", s.long())
@@ -370,7 +370,7 @@ func (s *suite) failReleases(t *testing.T) {
 	if _, err := st.Complete(ctx, "k", next, store.Record{Value: []byte("v")}, s.long()); err != nil {
 		t.Fatal(err)
 	}
-	wantErr(t, "Fail of a completed key", st.Fail(ctx, "k", next), store.ErrLeaseLost)
+	wantErr(t, "Fail of a completed key", st.Release(ctx, "k", next), store.ErrLeaseLost)
 	if got, err := st.Get(ctx, "k"); err != nil || string(got.Value) != "v" {
 		t.Fatalf("Fail removed a completed record: %q, %v", got.Value, err)
 	}
@@ -379,18 +379,18 @@ func (s *suite) failReleases(t *testing.T) {
 func (s *suite) extendRenews(t *testing.T) {
 	st := s.h.New(t)
 	tok := s.mustClaim(t, st, "k", "owner-1", s.short())
-	if err := st.Extend(ctx, "k", tok, s.long()); err != nil {
+	if err := st.Renew(ctx, "k", tok, s.long()); err != nil {
 		t.Fatal(err)
 	}
 	s.expire(t)
 	if res := s.claim(t, st, "k", "owner-2", s.long(), nil); res.Status != store.InProgress {
 		t.Fatalf("claim after a renewal = %v, want in-progress", res.Status)
 	}
-	wantErr(t, "Extend of an absent key", st.Extend(ctx, "absent", tok, s.long()), store.ErrLeaseLost)
+	wantErr(t, "Extend of an absent key", st.Renew(ctx, "absent", tok, s.long()), store.ErrLeaseLost)
 	if _, err := st.Complete(ctx, "k", tok, store.Record{}, s.long()); err != nil {
 		t.Fatal(err)
 	}
-	wantErr(t, "Extend of a completed key", st.Extend(ctx, "k", tok, s.long()), store.ErrLeaseLost)
+	wantErr(t, "Extend of a completed key", st.Renew(ctx, "k", tok, s.long()), store.ErrLeaseLost)
 }
 
 func (s *suite) resultTTL(t *testing.T) {
@@ -461,8 +461,8 @@ func (s *suite) invalidArguments(t *testing.T) {
 	tok := s.mustClaim(t, st, "k", "o", s.long())
 	_, err = st.Complete(ctx, "k", tok, store.Record{}, 0)
 	wantErr(t, "Complete with ttl 0", err, store.ErrInvalidArgument)
-	wantErr(t, "Extend with lease 0", st.Extend(ctx, "k", tok, 0), store.ErrInvalidArgument)
-	wantErr(t, "Extend past MaxDuration", st.Extend(ctx, "k", tok, store.MaxDuration+1), store.ErrInvalidArgument)
+	wantErr(t, "Extend with lease 0", st.Renew(ctx, "k", tok, 0), store.ErrInvalidArgument)
+	wantErr(t, "Extend past MaxDuration", st.Renew(ctx, "k", tok, store.MaxDuration+1), store.ErrInvalidArgument)
 	_, err = st.Complete(ctx, "k", tok, store.Record{}, store.MaxDuration+1)
 	wantErr(t, "Complete past MaxDuration", err, store.ErrInvalidArgument)
 	for _, key := range []string{"", "a\x00b", strings.Repeat("x", store.MaxKeyLen+1)} {
@@ -565,8 +565,8 @@ func (s *suite) batch(t *testing.T) {
 	wantErr(t, "op 4 (bad key in a batch)", ops[4].Err, store.ErrInvalidKey)
 	fin := []*store.Op{
 		{Kind: store.OpComplete, Key: "b1", Token: ops[0].Result.Token, Record: store.Record{Value: []byte("one")}, TTL: s.long()},
-		{Kind: store.OpFail, Key: "b2", Token: ops[2].Result.Token},
-		{Kind: store.OpExtend, Key: "b2", Token: ops[2].Result.Token, Lease: s.long()},
+		{Kind: store.OpRelease, Key: "b2", Token: ops[2].Result.Token},
+		{Kind: store.OpRenew, Key: "b2", Token: ops[2].Result.Token, Lease: s.long()},
 	}
 	store.Run(ctx, st, fin)
 	if fin[0].Err != nil || string(fin[0].Result.Record.Value) != "one" {
@@ -604,7 +604,7 @@ func (s *suite) waker(t *testing.T) {
 		if finish == "complete" {
 			_, err = st.Complete(ctx, key, tok, store.Record{}, s.long())
 		} else {
-			err = st.Fail(ctx, key, tok)
+			err = st.Release(ctx, key, tok)
 		}
 		if err != nil {
 			t.Fatal(err)
