@@ -24,7 +24,7 @@
 // # Errors
 //
 // Errors that fn returns are transient unless marked with [Permanent] (or
-// matched by Options.Permanent / [WithClassifier]): a transient error stores
+// matched by Options.Classifier / [WithClassifier]): a transient error stores
 // nothing and hands the key to one waiting caller; a permanent one is stored
 // and replayed. The runtime's own errors are sentinels with typed details:
 // [ErrConflict] ([*ConflictError]), [ErrFingerprintMismatch], [ErrLeaseLost],

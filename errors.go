@@ -54,7 +54,7 @@ func (e *ConflictError) Is(target error) bool { return target == ErrConflict }
 // StoreError is the [ErrStoreUnavailable] of one store operation.
 type StoreError struct {
 	Key string
-	Op  string // claim, complete, fail, extend, get or forget
+	Op  string // claim, complete, release, renew, get or forget
 	Err error  // the store's error
 }
 

@@ -54,8 +54,8 @@ func Example() {
 
 func ExampleNew() {
 	rt, err := idem.New(idem.Options{
-		Lease:  30 * time.Second, // a crashed owner's key is taken over after this
-		TTL: time.Hour,        // results are replayed for this long
+		Lease: 30 * time.Second, // a crashed owner's key is taken over after this
+		TTL:   time.Hour,        // results are replayed for this long
 	})
 	if err != nil {
 		panic(err)

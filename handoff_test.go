@@ -188,7 +188,7 @@ func TestLetGoDoesNotLockKeyForEarlierOwnersLease(t *testing.T) {
 }
 
 // heldExtend is a store (batched: no store.InProcess) that holds the answer
-// of the next Extend, after the store applied it, until released.
+// of the next Renew, after the store applied it, until released.
 type heldExtend struct {
 	store.Store
 	mu      sync.Mutex

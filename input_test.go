@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/idemrt/idem"
+	"github.com/idemrt/idem/clock"
 )
 
 func TestBadInput(t *testing.T) {
@@ -51,8 +52,11 @@ func TestBadInput(t *testing.T) {
 
 func TestNewRejectsBadOptions(t *testing.T) {
 	for name, o := range map[string]idem.Options{
-		"LeaseTTL":     {Lease: -time.Second},
-		"ResultTTL":    {TTL: -1},
+		"Lease":        {Lease: -time.Second},
+		"TTL":          {TTL: -1},
+		"LeaseTTL":     {Lease: time.Second, LeaseTTL: 2 * time.Second},
+		"ResultTTL":    {TTL: time.Hour, ResultTTL: time.Minute},
+		"Permanent":    {Classifier: func(error) bool { return true }, Permanent: func(error) bool { return false }},
 		"Settle":       {Settle: -time.Second},
 		"StoreTimeout": {StoreTimeout: -time.Second},
 		"Shards":       {Shards: -1},
@@ -68,6 +72,38 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		if !strings.Contains(err.Error(), strings.Fields(name)[0]) && name != "many shards" {
 			t.Fatalf("%s: error %q does not name the field", name, err)
 		}
+	}
+}
+
+// The fields' earlier names still work: a runtime built with them behaves
+// as one built with the names now.
+func TestDeprecatedOptionNames(t *testing.T) {
+	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	errDeclined := errors.New("declined")
+	rt := newRuntime(t, idem.Options{
+		Clock:     clk,
+		ResultTTL: time.Minute,
+		LeaseTTL:  time.Minute, // equal to Lease: allowed
+		Lease:     time.Minute,
+		Permanent: func(err error) bool { return errors.Is(err, errDeclined) },
+	})
+	runs := 0
+	fn := func(context.Context) (int, error) { runs++; return 0, errDeclined }
+	for range 2 {
+		if _, err := idem.Do(bg, rt, "k", fn); !idem.IsPermanent(err) {
+			t.Fatalf("Do = %v; the Permanent classifier should make it permanent", err)
+		}
+	}
+	if runs != 1 {
+		t.Fatalf("runs = %d before the TTL ends, want 1 (the permanent error is replayed)", runs)
+	}
+	clk.Advance(2 * time.Minute)
+	var opts []idem.Option = []idem.CallOption{idem.WithTTL(time.Hour)}
+	if _, err := idem.Do(bg, rt, "k", fn, opts...); !idem.IsPermanent(err) {
+		t.Fatalf("Do after ResultTTL = %v", err)
+	}
+	if runs != 2 {
+		t.Fatalf("runs = %d after ResultTTL ended, want 2", runs)
 	}
 }
 

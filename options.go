@@ -63,10 +63,10 @@ type Options struct {
 	// Default: 5s.
 	StoreTimeout time.Duration
 
-	// Classifier classifies the errors of functions: those for which it
-	// returns true are stored and replayed like results, as if marked with
-	// [Classifier]. Per call, WithClassifier replaces it.
-	// Default: nil (only errors marked with Classifier are permanent).
+	// Classifier decides which errors of functions are permanent: those for
+	// which it returns true are stored and replayed like results, as if
+	// marked with [Permanent]. Per call, [WithClassifier] replaces it.
+	// Default: nil (only errors marked with Permanent are permanent).
 	Classifier func(error) bool
 
 	// Logger receives the runtime's warnings (lease lost, store errors). The
@@ -94,6 +94,21 @@ type Options struct {
 	// idem.waited, idem.wait_us, idem.token); the function runs under it.
 	// Default: nil, no tracing.
 	TracerProvider trace.TracerProvider
+
+	// LeaseTTL is the earlier name of Lease.
+	//
+	// Deprecated: use Lease. Setting both to different values is an error.
+	LeaseTTL time.Duration
+
+	// ResultTTL is the earlier name of TTL.
+	//
+	// Deprecated: use TTL. Setting both to different values is an error.
+	ResultTTL time.Duration
+
+	// Permanent is the earlier name of Classifier.
+	//
+	// Deprecated: use Classifier. Setting both is an error.
+	Permanent func(error) bool
 }
 
 const maxShards = 4096
@@ -103,10 +118,13 @@ func (o Options) resolve() (Options, error) {
 	bad := func(format string, args ...any) (Options, error) {
 		return o, fmt.Errorf("%w: Options.%s", ErrInvalidArgument, fmt.Sprintf(format, args...))
 	}
+	if err := o.mergeDeprecated(); err != nil {
+		return o, err
+	}
 	for _, d := range []struct {
 		name string
 		v    time.Duration
-	}{{"LeaseTTL", o.Lease}, {"ResultTTL", o.TTL}, {"Settle", o.Settle}, {"StoreTimeout", o.StoreTimeout}} {
+	}{{"Lease", o.Lease}, {"TTL", o.TTL}, {"Settle", o.Settle}, {"StoreTimeout", o.StoreTimeout}} {
 		if d.v < 0 {
 			return bad("%s is %v; it must not be negative (zero means the default)", d.name, d.v)
 		}
@@ -158,8 +176,39 @@ func (o Options) resolve() (Options, error) {
 	return o, nil
 }
 
+// mergeDeprecated moves the fields set under their earlier names to their
+// names now.
+func (o *Options) mergeDeprecated() error {
+	for _, d := range []struct {
+		old, now string
+		from     time.Duration
+		to       *time.Duration
+	}{{"LeaseTTL", "Lease", o.LeaseTTL, &o.Lease}, {"ResultTTL", "TTL", o.ResultTTL, &o.TTL}} {
+		if d.from == 0 {
+			continue
+		}
+		if *d.to != 0 && *d.to != d.from {
+			return fmt.Errorf("%w: Options.%s is %v and Options.%s (its earlier name) is %v; set only %[2]s", ErrInvalidArgument, d.now, *d.to, d.old, d.from)
+		}
+		*d.to = d.from
+	}
+	if o.Permanent != nil {
+		if o.Classifier != nil {
+			return fmt.Errorf("%w: Options.Classifier and Options.Permanent (its earlier name) are both set; set only Classifier", ErrInvalidArgument)
+		}
+		o.Classifier = o.Permanent
+	}
+	o.LeaseTTL, o.ResultTTL, o.Permanent = 0, 0, nil
+	return nil
+}
+
 // CallOption adjusts one call of [Do].
 type CallOption func(*callOptions)
+
+// Option is the earlier name of CallOption.
+//
+// Deprecated: use CallOption.
+type Option = CallOption
 
 type callOptions struct {
 	ttl, lease, settle time.Duration
@@ -185,7 +234,7 @@ func (c *callOptions) fail(format string, args ...any) {
 }
 
 // WithTTL sets how long this call's result is kept (default:
-// Options.ResultTTL). It must be positive and at most 100 years
+// Options.TTL). It must be positive and at most 100 years
 // (store.MaxDuration).
 func WithTTL(d time.Duration) CallOption {
 	return func(c *callOptions) {
@@ -197,7 +246,7 @@ func WithTTL(d time.Duration) CallOption {
 	}
 }
 
-// WithLease sets this call's lease (default: Options.LeaseTTL). It must be
+// WithLease sets this call's lease (default: Options.Lease). It must be
 // positive and at most 100 years: a lease never lasts forever.
 func WithLease(d time.Duration) CallOption {
 	return func(c *callOptions) {
@@ -270,7 +319,7 @@ func WithoutRenewal() CallOption {
 }
 
 // WithClassifier sets which errors of this call's function are permanent,
-// replacing Options.Permanent. Errors marked with Permanent always are.
+// replacing Options.Classifier. Errors marked with [Permanent] always are.
 func WithClassifier(isPermanent func(error) bool) CallOption {
 	return func(c *callOptions) { c.permanent = isPermanent }
 }

@@ -77,7 +77,7 @@ func TestHugeTTL(t *testing.T) {
 		}
 	}
 	if _, err := idem.New(idem.Options{TTL: math.MaxInt64}); !errors.Is(err, idem.ErrInvalidArgument) {
-		t.Fatalf("New with a huge ResultTTL: %v", err)
+		t.Fatalf("New with a huge TTL: %v", err)
 	}
 	v, err := idem.Do(bg, rt, "k", value("v"), idem.WithTTL(store.MaxDuration), idem.WithLease(store.MaxDuration))
 	if err != nil || v != "v" {

@@ -15,16 +15,16 @@ import (
 	"github.com/idemrt/idem/store/memstore"
 )
 
-// failFail is a batched store (no store.InProcess) whose Fail returns a
+// failRelease is a batched store (no store.InProcess) whose Release returns a
 // store error while failing is set, without applying it.
-type failFail struct {
+type failRelease struct {
 	store.Store
 	mu      sync.Mutex
 	failing bool
 	fails   int
 }
 
-func (f *failFail) Release(ctx context.Context, key string, tok store.Token) error {
+func (f *failRelease) Release(ctx context.Context, key string, tok store.Token) error {
 	f.mu.Lock()
 	failing := f.failing
 	if failing {
@@ -37,23 +37,23 @@ func (f *failFail) Release(ctx context.Context, key string, tok store.Token) err
 	return f.Store.Release(ctx, key, tok)
 }
 
-func (f *failFail) failCount() int {
+func (f *failRelease) failCount() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.fails
 }
 
-func (f *failFail) Subscribe(ctx context.Context, fn func(string)) (string, func(), error) {
+func (f *failRelease) Subscribe(ctx context.Context, fn func(string)) (string, func(), error) {
 	return f.Store.(store.Waker).Subscribe(ctx, fn)
 }
 
 // A WithSettle(0) caller gets ErrConflict at once while the shard retries
-// the release of a failed owner's claim (the store refuses the Fail; the
+// the release of a failed owner's claim (the store refuses the Release; the
 // shard retries while the lease lasts, 1 min here), instead of being parked
 // until the release goes through.
 func TestSettleZeroAnsweredWhileReleaseRetried(t *testing.T) {
 	clk := fakeClock()
-	st := &failFail{Store: memStore(clk)}
+	st := &failRelease{Store: memStore(clk)}
 	rt := newRuntime(t, idem.Options{Store: st, Clock: clk})
 	a := newStepFn(t)
 	owner := goDo(bg, rt, "k", a.fn, idem.WithLease(time.Minute))

@@ -38,7 +38,7 @@ func (w *simWorld) faulted(r *simRT, from, to time.Time) bool {
 //     and never while a result of the key is stored and live;
 //   - a renewing execution that runs with a live context never has its
 //     store lease end (renewals are on time: the clock moves a tenth of the
-//     smallest lease at a time); a claim without renewal is never extended;
+//     smallest lease at a time); a claim without renewal is never renewed;
 //   - no two executions of a key run with live contexts while both believe
 //     they hold it (a renewing one, or one within its own hard lease);
 //   - an execution is stopped for a lost lease only once its lease ended;
@@ -188,11 +188,11 @@ func (w *simWorld) checkLeases(now time.Time) {
 		}
 	}
 	w.lapsesSeen = len(w.lapses)
-	for _, e := range w.extendsNR[w.extendsSeen:] {
-		w.violate("hardrenew/"+e.exec.id, "claim %d was extended at %s while exec %s of %v, which asked for no renewal, ran under it: its hard lease became a renewed one [bug 4]",
+	for _, e := range w.renewalsNR[w.renewalsSeen:] {
+		w.violate("hardrenew/"+e.exec.id, "claim %d was renewed at %s while exec %s of %v, which asked for no renewal, ran under it: its hard lease became a renewed one [bug 4]",
 			e.tok.tok.Fence, w.at(e.at), e.exec.id, e.exec.call)
 	}
-	w.extendsSeen = len(w.extendsNR)
+	w.renewalsSeen = len(w.renewalsNR)
 }
 
 // believes reports whether x runs as its key's holder at now: with a live
@@ -521,7 +521,7 @@ func (w *simWorld) forgetAt(seq int64) time.Time {
 // execution runs under them: callers then get ErrConflict (or wait) for a
 // key nobody works on. Claims of a closing runtime are left out (a forced
 // Close leaves its claims to expire), as are claims of a runtime with a
-// recent store fault (a lost Claimed answer, a failed Fail).
+// recent store fault (a lost Claimed answer, a refused Release).
 func (w *simWorld) checkOrphans(now time.Time) {
 	slack := w.cfg.step
 	for _, tk := range w.tokens {

@@ -23,7 +23,7 @@ import (
 // Every store operation (the runtimes', the filler's) runs alone, under
 // simWorld.storeMu; when memstore's Evicted count moves during one, the
 // simulation probes each of its keys it expects the store to hold (a claim
-// not released or completed, or a live result) with a Fail under a token
+// not released or completed, or a live result) with a Release under a token
 // nobody holds, which changes nothing and answers nil only when the key
 // holds no record. A result found gone was evicted: it counts as forgotten
 // from then on, as a Forget would make it (a duplicate may run again). A
@@ -43,7 +43,7 @@ func simEvictConfig(seed uint64) (maxRecords, fill int, rng *rand.Rand) {
 	return 64 * perShard, (4 + rng.IntN(13)) * perShard, rng
 }
 
-// simProbeToken is a token no claim ever holds: a Fail under it changes
+// simProbeToken is a token no claim ever holds: a Release under it changes
 // nothing and reports whether the key holds a record.
 var simProbeToken = store.Token{Fence: 0, Owner: "sim-probe"}
 

@@ -326,7 +326,7 @@ func (w *simWorld) noteExtend(tok store.Token, lease time.Duration) {
 	tk.leaseEnd = now.Add(lease)
 	for _, x := range tk.execs {
 		if x.call.noRenew && x.running {
-			w.extendsNR = append(w.extendsNR, simExtend{tok: tk, at: now, exec: x})
+			w.renewalsNR = append(w.renewalsNR, simRenewal{tok: tk, at: now, exec: x})
 		}
 	}
 }

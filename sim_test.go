@@ -151,7 +151,7 @@ type simConfig struct {
 	shards   int
 	inline   bool
 	keys     int
-	leases   []time.Duration // WithLease values, and the runtimes' LeaseTTL
+	leases   []time.Duration // WithLease values, and the runtimes' Lease
 	step     time.Duration
 	steps    int
 	faults   int // per mille of store operations that fail (0 in a quarter of the seeds)

@@ -52,27 +52,27 @@ type simWorld struct {
 	stepsRun int
 	slots    []*simRT // the runtime in each slot (owned by the simulation's goroutine)
 
-	mu        sync.Mutex
-	seq       int64 // orders what happens at one instant
-	rts       []*simRT
-	calls     []*simCall
-	execs     []*simExec
-	execByID  map[string]*simExec
-	execN     map[string]int
-	tokens    map[uint64]*simToken
-	lastTok   map[string]*simToken // per key, the claim the store granted last
-	records   map[string][]*simRecord
-	recByExec map[string]*simRecord
-	faults    []simFaultRec
-	lapses    []simLapse
-	extendsNR []simExtend // extends applied to a token whose execution has no renewal
-	// How many lapses and extendsNR the checks have seen.
-	lapsesSeen, extendsSeen int
-	closers                 []*simCloser
-	forgets                 []*simForget
-	wakes                   []simWake // wake-ups the store sent, delivered one at a time by quiesce
-	racy                    []simRacy // tells to deliver inside a runtime's next timer callback
-	reported                map[string]bool
+	mu         sync.Mutex
+	seq        int64 // orders what happens at one instant
+	rts        []*simRT
+	calls      []*simCall
+	execs      []*simExec
+	execByID   map[string]*simExec
+	execN      map[string]int
+	tokens     map[uint64]*simToken
+	lastTok    map[string]*simToken // per key, the claim the store granted last
+	records    map[string][]*simRecord
+	recByExec  map[string]*simRecord
+	faults     []simFaultRec
+	lapses     []simLapse
+	renewalsNR []simRenewal // renewals applied to a token whose execution has no renewal
+	// How many lapses and renewalsNR the checks have seen.
+	lapsesSeen, renewalsSeen int
+	closers                  []*simCloser
+	forgets                  []*simForget
+	wakes                    []simWake // wake-ups the store sent, delivered one at a time by quiesce
+	racy                     []simRacy // tells to deliver inside a runtime's next timer callback
+	reported                 map[string]bool
 
 	logMu      sync.Mutex
 	logLines   []string
@@ -214,7 +214,7 @@ type simFaultRec struct {
 	what     string
 }
 
-// simLapse is a store lease that ended and was renewed later (an Extend of
+// simLapse is a store lease that ended and was renewed later (a Renew of
 // an expired claim nobody took over).
 type simLapse struct {
 	tok      *simToken
@@ -232,7 +232,7 @@ type simWake struct {
 	fn  func(string)
 }
 
-type simExtend struct {
+type simRenewal struct {
 	tok  *simToken
 	at   time.Time
 	exec *simExec
@@ -389,13 +389,13 @@ func (w *simWorld) newRT(slot int) *simRT {
 		st = simInlineStore{base}
 	}
 	rt, err := idem.New(idem.Options{
-		Store:     st,
-		Clock:     simClock{w, r},
-		Shards:    w.cfg.shards,
+		Store:  st,
+		Clock:  simClock{w, r},
+		Shards: w.cfg.shards,
 		Lease:  r.lease,
-		TTL: time.Hour,
-		Settle:    r.settle,
-		Logger:    slog.New(slog.DiscardHandler),
+		TTL:    time.Hour,
+		Settle: r.settle,
+		Logger: slog.New(slog.DiscardHandler),
 	})
 	if err != nil {
 		w.t.Fatalf("idem.New: %v", err)

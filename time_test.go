@@ -60,7 +60,7 @@ func TestTakeoverAfterLease(t *testing.T) {
 	}
 }
 
-// An owner that cannot renew its lease (the store refuses Extend) is taken
+// An owner that cannot renew its lease (the store refuses Renew) is taken
 // over by another instance after the lease; its own result is then refused
 // with ErrLeaseLost and the new owner's stays.
 func TestStaleOwnerRefused(t *testing.T) {

@@ -5,7 +5,7 @@
 //
 //   - claiming: a store Claim is out for a candidate caller;
 //   - running: a caller of this process owns the key and runs its function;
-//   - finishing / releasing: the owner's Complete or Fail is out;
+//   - finishing / releasing: the owner's Complete or Release is out;
 //   - remote: another instance holds the key; the shard re-claims when the
 //     store wakes it, or on a lease-aware timer if the wake-up is lost.
 //

@@ -16,7 +16,7 @@ const (
 	phClaiming  phase = iota + 1 // a Claim is out for entry.owner (the candidate)
 	phRunning                    // entry.owner runs its function
 	phFinishing                  // the owner's Complete is out (or waits to be retried)
-	phReleasing                  // the owner's Fail is out
+	phReleasing                  // the owner's Release is out
 	phRemote                     // another instance holds the key
 )
 

@@ -68,7 +68,7 @@ func (s *Shard) onFinish(f *Finish) {
 // lease its own.
 func (s *Shard) handOff(e *entry, ownerReply Reply) { s.release(e, ownerReply) }
 
-// release sends a Fail for e's token; ownerReply goes to the owner (if any)
+// release sends a Release for e's token; ownerReply goes to the owner (if any)
 // once the store has answered.
 func (s *Shard) release(e *entry, ownerReply Reply) {
 	e.phase = phReleasing
@@ -92,7 +92,7 @@ func (s *Shard) released(e *entry, o *op) {
 	if o.Err != nil && !store.IsContract(o.Err) {
 		if !s.closing && s.now().Before(e.leaseAt.Add(e.lease)) {
 			// The store may not have released the key, and until it does the
-			// next claim would wait for this shard's own claim to end. A Fail
+			// next claim would wait for this shard's own claim to end. A Release
 			// with the same token is safe to repeat: retry while the lease
 			// lasts. The waiters keep waiting.
 			s.cfg.Logger.Warn("idem: releasing a key failed; retrying while the lease lasts", "key", e.key, "err", o.Err)
@@ -105,7 +105,7 @@ func (s *Shard) released(e *entry, o *op) {
 	s.restart(e)
 }
 
-// retryLater repeats e's Complete or Fail after a doubling backoff.
+// retryLater repeats e's Complete or Release after a doubling backoff.
 func (s *Shard) retryLater(e *entry) {
 	e.backoff = min(max(2*e.backoff, 10*time.Millisecond), time.Second)
 	e.timer.kind = timerRetry

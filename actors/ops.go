@@ -128,7 +128,7 @@ func (s *Shard) handle(o *op) {
 	case store.OpRelease:
 		s.released(e, o)
 	case store.OpRenew:
-		s.extended(e, o)
+		s.renewed(e, o)
 	}
 }
 
@@ -187,7 +187,7 @@ func (s *Shard) onTimer(it *timerItem) {
 	}
 }
 
-func (s *Shard) extended(e *entry, o *op) {
+func (s *Shard) renewed(e *entry, o *op) {
 	if e.phase != phRunning || o.Token != e.token || e.lost || e.owner.NoRenew {
 		// An answer for an earlier owner, or for a run already over: it
 		// changes nothing (a hard lease stays hard).

@@ -9,9 +9,9 @@ type timerKind uint8
 
 const (
 	timerSettle   timerKind = iota + 1 // the earliest settle time of an entry's callers ends
-	timerRenew                         // extend the owner's lease
+	timerRenew                         // renew the owner's lease
 	timerReclaim                       // re-claim a key held elsewhere
-	timerRetry                         // repeat a Complete or Fail the store failed
+	timerRetry                         // repeat a Complete or Release the store failed
 	timerLeaseEnd                      // an owner's unrenewed lease ends
 )
 

@@ -26,9 +26,9 @@ func (k OpKind) String() string {
 	case OpComplete:
 		return "complete"
 	case OpRelease:
-		return "fail"
+		return "release"
 	case OpRenew:
-		return "extend"
+		return "renew"
 	case OpGet:
 		return "get"
 	case OpForget:
@@ -43,10 +43,10 @@ type Op struct {
 	Key  string
 
 	Claim  ClaimRequest  // OpClaim
-	Token  Token         // OpComplete, OpFail, OpExtend
+	Token  Token         // OpComplete, OpRelease, OpRenew
 	Record Record        // OpComplete: Value, Failed, Error, Fingerprint
 	TTL    time.Duration // OpComplete
-	Lease  time.Duration // OpExtend
+	Lease  time.Duration // OpRenew
 
 	// Results. Result.Record also holds the record of OpComplete (as
 	// stored) and OpGet.

@@ -7,8 +7,8 @@
 //	operation  | absent         | in progress, lease live | lease expired             | completed
 //	Claim      | claimed        | in progress             | claimed (takeover)        | completed + record
 //	Complete   | ErrLeaseLost   | token current: done     | token current and untaken | ErrLeaseLost
-//	Fail       | no-op          | token current: absent   | as Complete               | ErrLeaseLost
-//	Extend     | ErrLeaseLost   | token current: renewed  | as Complete               | ErrLeaseLost
+//	Release    | no-op          | token current: absent   | as Complete               | ErrLeaseLost
+//	Renew      | ErrLeaseLost   | token current: renewed  | as Complete               | ErrLeaseLost
 //
 // Every transition is one atomic step. Tokens are fencing tokens: a claim's
 // [Token.Fence] is larger than that of every earlier claim of the key, so an
@@ -71,7 +71,7 @@ type ClaimRequest struct {
 	// Owner names this claim attempt; it must be unique across all claims of
 	// all processes (the runtime uses a random instance id and a counter).
 	Owner string
-	// Lease is how long the claim holds the key without being extended. It
+	// Lease is how long the claim holds the key without being renewed. It
 	// must be positive.
 	Lease time.Duration
 	// TTL is how long the result is meant to be kept. It must be positive. A

@@ -15,7 +15,7 @@ import (
 
 // Random claims, renewals, completions, releases and time on a full
 // shard. A claim whose lease is live (by what the store told its holder) is
-// never evicted nor taken over, and its holder's Extend/Complete succeed;
+// never evicted nor taken over, and its holder's Renew/Complete succeed;
 // once every key is settled and time has passed every TTL, operations on
 // other keys remove every record.
 func TestRandomLiveClaimsNeverEvicted(t *testing.T) {
@@ -71,16 +71,16 @@ func randomLiveClaims(t *testing.T, seed uint64) {
 				}
 				*h = liveHolder{tok: res.Token, leaseUntil: now.Add(lease), held: true}
 			}
-		case 2: // extend
+		case 2: // renew
 			if !h.held {
 				continue
 			}
 			lease := leases[rng.IntN(len(leases))]
 			err := s.Renew(ctx, k, h.tok, lease)
-			log = append(log, fmt.Sprintf("t=%v extend %s %v lease=%v -> %v", now.Sub(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), k, h.tok, lease, err))
+			log = append(log, fmt.Sprintf("t=%v renew %s %v lease=%v -> %v", now.Sub(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), k, h.tok, lease, err))
 			if err != nil {
 				if live {
-					fail("extend by the live holder of %s: %v", k, err)
+					fail("renew by the live holder of %s: %v", k, err)
 				}
 				h.held = false
 				continue

@@ -166,8 +166,8 @@ var replySeeds = map[store.OpKind][]any{
 		[]any{},
 		[]any{7},
 	},
-	store.OpRelease:   {[]any{1, 1_700_000_000_000, 0}, []any{0}, []any{"x"}, []any{nil}},
-	store.OpRenew: {[]any{1}, []any{0}, []any{-1, "field st missing"}, []any{5}},
+	store.OpRelease: {[]any{1, 1_700_000_000_000, 0}, []any{0}, []any{"x"}, []any{nil}},
+	store.OpRenew:   {[]any{1}, []any{0}, []any{-1, "field st missing"}, []any{5}},
 	store.OpGet: {
 		[]any{2, "c", `"v"`, "fp", 3, "owner-1", 1_700_000_000_000, 86_000_000, 1_700_000_400_000},
 		[]any{2, "f", "", "", 1, "", 0, 0, 0},
@@ -185,8 +185,8 @@ var replySeeds = map[store.OpKind][]any{
 var replyCodes = map[store.OpKind]map[int64]error{
 	store.OpClaim:    {1: nil, 2: nil, 3: nil},
 	store.OpComplete: {1: nil, 2: nil, 0: store.ErrLeaseLost},
-	store.OpRelease:     {1: nil, 0: store.ErrLeaseLost},
-	store.OpRenew:   {1: nil, 0: store.ErrLeaseLost},
+	store.OpRelease:  {1: nil, 0: store.ErrLeaseLost},
+	store.OpRenew:    {1: nil, 0: store.ErrLeaseLost},
 	store.OpGet:      {2: nil, 0: store.ErrNotFound},
 	store.OpForget:   {1: nil, 3: store.ErrInProgress},
 }

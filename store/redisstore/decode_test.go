@@ -22,8 +22,8 @@ func decodeReply(s *Store, op *store.Op, val any, err error, now time.Time) {
 // A reply the op's script never sends (no code, a code of another script,
 // a record state other than c or f) is a *CorruptError. It used to be read
 // as the nearest outcome: an empty or non-numeric reply to complete, fail
-// or extend as ErrLeaseLost and to get as ErrNotFound, an unknown code to
-// complete, fail, extend or forget as success (complete with a zero
+// or renew as ErrLeaseLost and to get as ErrNotFound, an unknown code to
+// complete, release, renew or forget as success (complete with a zero
 // record), and a record in state "x" as a value.
 func TestDecodeUnexpectedReplyIsCorrupt(t *testing.T) {
 	s := &Store{prefix: "idem:"}
@@ -31,8 +31,8 @@ func TestDecodeUnexpectedReplyIsCorrupt(t *testing.T) {
 	replies := map[store.OpKind][][]any{
 		store.OpClaim:    {{}, {nil}, {"one"}, {0}, {4}, {2, "x", "v", "", int64(1), "o", int64(0), int64(1), int64(0)}},
 		store.OpComplete: {{}, {nil}, {true}, {3}, {7}, {2, "p", "v", "", int64(0), int64(1), int64(0)}},
-		store.OpRelease:     {{}, {"x"}, {2}},
-		store.OpRenew:   {{}, {5}},
+		store.OpRelease:  {{}, {"x"}, {2}},
+		store.OpRenew:    {{}, {5}},
 		store.OpGet:      {{}, {true}, {1}, {3}, {2, "r", "v", "", int64(1), "o", int64(0), int64(1), int64(0)}},
 		store.OpForget:   {{}, {0}, {2}, {4}},
 	}

@@ -39,7 +39,7 @@ func unknownOutcome(err error) bool {
 // go-redis's default MaxRetries: the store's script calls are never re-sent
 // by go-redis (a second copy, run after another client's call, would
 // misreport the first one's effect), and the store repeats only the claims,
-// extends and gets whose repeat answers truly.
+// renewals and gets whose repeat answers truly.
 func linearClient(t testing.TB, addr string) *redis.Client {
 	c := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: 100 * time.Millisecond,
 		ReadTimeout: 100 * time.Millisecond, WriteTimeout: 100 * time.Millisecond})

@@ -2,7 +2,7 @@
 // through go-redis v9's redis.UniversalClient.
 //
 // Each transition is one Lua script (claim; finish = complete, permanent
-// failure or release; extend), atomic on the server, with the lease clock
+// failure or release; renew), atomic on the server, with the lease clock
 // taken from the Redis server (TIME) and every write fenced by owner and
 // fence. A record is one hash per key whose name carries a hash tag, so
 // every script touches one slot of a cluster. Batches of operations go out as
@@ -13,12 +13,12 @@
 // go-redis never re-sends a script call whose reply was lost (a read
 // timeout, a dropped connection), whatever the client's MaxRetries: another
 // client's call may run between the two copies, and the second copy would
-// answer for the state it finds, not for what the first did (a Fail that
+// answer for the state it finds, not for what the first did (a Release that
 // released the key would answer ErrLeaseLost after someone claimed it). A
-// lost reply is the caller's error, except for a Claim, an Extend or a Get:
+// lost reply is the caller's error, except for a Claim, a Renew or a Get:
 // the store sends those again itself, a few times, because their repeat
 // answers truly (but for a claim's Takeover flag, see store.ClaimResult).
-// The runtime repeats a Complete and a Fail. MOVED and ASK redirects are
+// The runtime repeats a Complete and a Release. MOVED and ASK redirects are
 // still followed, and calls that Redis refused before running them
 // (TRYAGAIN, LOADING, ...) are sent again.
 //
@@ -232,7 +232,7 @@ func (s *Store) prepare(op *store.Op) (call, bool) {
 		c.sc, c.args = finishScript, []any{op.Token.Owner, op.Token.Fence, "r", "", "", 0, s.inbox}
 	case store.OpRenew:
 		op.Err = store.CheckDuration("lease", op.Lease)
-		c.sc, c.args = extendScript, []any{op.Token.Owner, op.Token.Fence, ms(op.Lease)}
+		c.sc, c.args = renewScript, []any{op.Token.Owner, op.Token.Fence, ms(op.Lease)}
 	case store.OpGet:
 		c.sc = getScript
 	case store.OpForget:
@@ -248,9 +248,9 @@ func (s *Store) prepare(op *store.Op) (call, bool) {
 // cache) are sent again once the scripts are loaded again. go-redis never
 // re-sends an op whose reply was lost (a read timeout, a dropped
 // connection), whatever the client's MaxRetries. The store itself sends
-// again, a few times while ctx lasts, a Claim, an Extend or a Get whose
+// again, a few times while ctx lasts, a Claim, a Renew or a Get whose
 // reply was lost, and any op that Redis refused before running it
-// (TRYAGAIN, LOADING, CLUSTERDOWN and the like); for a Complete, a Fail or
+// (TRYAGAIN, LOADING, CLUSTERDOWN and the like); for a Complete, a Release or
 // a Forget whose reply was lost, the lost reply's error is the op's error.
 func (s *Store) Batch(ctx context.Context, ops []*store.Op) {
 	if s.timeout > 0 {
@@ -303,7 +303,7 @@ const (
 
 // repeat sends again, up to maxRepeats times and while ctx lasts, the calls
 // that Redis refused before running them (see notRun), and the claims,
-// extends and gets whose reply was lost (see replyLost). calls were first
+// renewals and gets whose reply was lost (see replyLost). calls were first
 // sent at sent.
 //
 // A refused call did not run: sending it again runs it once, whatever its
@@ -318,8 +318,8 @@ const (
 //     that holds the key with Claimed and the same token. Nothing else can
 //     end a claim the first copy made: another owner's claim finds its
 //     lease live (in progress), Forget refuses a key in progress, the record
-//     lives at least the lease, and the holder's own Complete, Fail and
-//     Extend need the token this Claim has not returned yet. Only the end of
+//     lives at least the lease, and the holder's own Complete, Release and
+//     Renew need the token this Claim has not returned yet. Only the end of
 //     the lease lets another owner take the key over, so a claim is
 //     repeated only within half a lease of its first send: the repeat then
 //     runs while the first copy's lease holds, unless it spends more than
@@ -328,7 +328,7 @@ const (
 //     repeat's answer is a state the key had during the call. One thing is
 //     lost: a first copy that took the key over is answered by the repeat
 //     as the holder's replay, with Takeover false (see [store.ClaimResult]).
-//   - Extend. Its one write renews the lease of the holder's own token
+//   - Renew. Its one write renews the lease of the holder's own token
 //     (fenced by owner and fence); a repeat renews it again from a later
 //     moment, as the holder's next renewal would. A repeat that finds the
 //     key completed or taken over answers ErrLeaseLost, which is true when
@@ -337,12 +337,12 @@ const (
 //   - Get writes nothing: a repeat reads the key at a later moment of the
 //     same call.
 //
-// Complete, Fail and Forget whose reply was lost are not repeated: when a
+// Complete, Release and Forget whose reply was lost are not repeated: when a
 // call of another client runs between two copies, the repeat reports on
-// what that call left, not on what the first copy did (a Fail that
+// what that call left, not on what the first copy did (a Release that
 // released the key, after someone claimed it, would answer ErrLeaseLost).
 // Their lost replies reach the caller as errors; the runtime repeats a
-// Complete (the finish script recognises its own completion) and a Fail
+// Complete (the finish script recognises its own completion) and a Release
 // while the lease lasts.
 func (s *Store) repeat(ctx context.Context, calls []call, sent time.Time) {
 	wait := firstRepeat

@@ -57,10 +57,10 @@ func pausedRace(t *testing.T, srv *redistest.Server, first func() error, second 
 	return <-done
 }
 
-// A Fail whose reply is lost is not run a second time: the first run
+// A Release whose reply is lost is not run a second time: the first run
 // released the key, another client claimed it (fence 2), and a second run
 // would have found the new claim and answered ErrLeaseLost, which says the
-// Fail did not release the key. The Fail's answer is now the lost reply's
+// Release did not release the key. The Release's answer is now the lost reply's
 // error (an unknown outcome), never ErrLeaseLost.
 func TestLostFailReplyIsNotAnsweredByARerun(t *testing.T) {
 	t.Parallel()
@@ -82,7 +82,7 @@ func TestLostFailReplyIsNotAnsweredByARerun(t *testing.T) {
 	}
 	t.Logf("fail: %v; claim b: %v fence %d", failErr, b.Status, b.Token.Fence)
 	if errors.Is(failErr, store.ErrLeaseLost) {
-		t.Errorf("Fail answered ErrLeaseLost, but it released the key: claim b got %v with fence %d", b.Status, b.Token.Fence)
+		t.Errorf("Release answered ErrLeaseLost, but it released the key: claim b got %v with fence %d", b.Status, b.Token.Fence)
 	}
 }
 
@@ -168,7 +168,7 @@ func lossyDeployments(t *testing.T, f func(t *testing.T, ss servers, rt time.Dur
 	})
 }
 
-// A Complete, a Fail or a Forget whose reply is lost runs once: go-redis
+// A Complete, a Release or a Forget whose reply is lost runs once: go-redis
 // does not send it again (it used to, up to MaxRetries times), and the
 // store does not either. The caller gets the lost reply's error.
 func TestLostReplyRunsOnce(t *testing.T) {
@@ -183,7 +183,7 @@ func TestLostReplyRunsOnce(t *testing.T) {
 			lost  func(s *redisstore.Store, key string, tok store.Token) error
 		}{
 			{name: "complete", lost: complete},
-			{name: "fail", lost: func(s *redisstore.Store, key string, tok store.Token) error { return s.Release(bg, key, tok) }},
+			{name: "release", lost: func(s *redisstore.Store, key string, tok store.Token) error { return s.Release(bg, key, tok) }},
 			{name: "forget", setup: complete, lost: func(s *redisstore.Store, key string, _ store.Token) error { return s.Forget(bg, key) }},
 		} {
 			s := newStore(t, client(t))
@@ -211,7 +211,7 @@ func TestLostReplyRunsOnce(t *testing.T) {
 	})
 }
 
-// A Claim, an Extend or a Get whose reply is lost is sent again by the
+// A Claim, a Renew or a Get whose reply is lost is sent again by the
 // store, with the same owner and token: the claim script answers the owner
 // that holds the key with the same token, so the repeat reports the claim
 // the lost copy made instead of leaving it a ghost that holds the key for
@@ -230,7 +230,7 @@ func TestLostReplyIsRepeated(t *testing.T) {
 				}
 				return res.Token, err
 			}},
-			{name: "extend", lease: time.Minute, lost: func(s *redisstore.Store, key string, tok store.Token) (store.Token, error) {
+			{name: "renew", lease: time.Minute, lost: func(s *redisstore.Store, key string, tok store.Token) (store.Token, error) {
 				return tok, s.Renew(bg, key, tok, time.Minute)
 			}},
 			{name: "get", lease: time.Minute, lost: func(s *redisstore.Store, key string, tok store.Token) (store.Token, error) {
@@ -252,7 +252,7 @@ func TestLostReplyIsRepeated(t *testing.T) {
 			}
 			var want store.Token
 			switch tc.name {
-			case "extend":
+			case "renew":
 				res, err := other.Claim(bg, key, claimReq("a"))
 				if err != nil {
 					t.Fatal(err)

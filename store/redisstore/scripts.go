@@ -23,7 +23,7 @@ import "github.com/redis/go-redis/v9"
 // that changes its answer: go-redis never re-sends a call whose reply was
 // lost (Store.exec marks every call NoRetry), and the store repeats only
 // calls whose repeat cannot be answered wrongly (Store.repeat): a claim
-// recognises its own owner and answers with the same token, an extend
+// recognises its own owner and answers with the same token, a renew
 // renews the holder's own lease again, a get writes nothing. The finish
 // script recognises its own completion, so the runtime repeats a Complete;
 // a repeated release or forget may answer for another client's call made
@@ -129,9 +129,9 @@ return {0}
 
 var finishScript = redis.NewScript(finishSrc)
 
-// extendScript renews a lease. ARGV = owner, fence, lease ms. Replies {1}
+// renewScript renews a lease. ARGV = owner, fence, lease ms. Replies {1}
 // or {0} (lease lost).
-const extendSrc = luaNow + `
+const renewSrc = luaNow + `
 local r = redis.call('HMGET', KEYS[1], 'st', 'own', 'fen')
 if r[1] == 'p' and r[2] == ARGV[1] and r[3] == ARGV[2] then
   local lease = tonumber(ARGV[3])
@@ -143,7 +143,7 @@ if not r[1] and redis.call('EXISTS', KEYS[1]) == 1 then return {-1, 'field st mi
 return {0}
 `
 
-var extendScript = redis.NewScript(extendSrc)
+var renewScript = redis.NewScript(renewSrc)
 
 // getScript reads a completed record. Replies {2, st, res, fp, fence, owner,
 // ca, pttl, now} or {0} (none).
@@ -175,10 +175,10 @@ return {1}
 
 var forgetScript = redis.NewScript(forgetSrc)
 
-var allScripts = []*redis.Script{claimScript, finishScript, extendScript, getScript, forgetScript}
+var allScripts = []*redis.Script{claimScript, finishScript, renewScript, getScript, forgetScript}
 
 // ScriptSource returns the Lua source of one of the store's scripts:
-// "claim", "finish", "extend", "get" or "forget" ("" for another name).
+// "claim", "finish", "renew", "get" or "forget" ("" for another name).
 // Tools that drive the scripts themselves (the benchmark harness runs
 // redis-benchmark on the claim script) use it.
 func ScriptSource(name string) string {
@@ -187,8 +187,8 @@ func ScriptSource(name string) string {
 		return claimSrc
 	case "finish":
 		return finishSrc
-	case "extend":
-		return extendSrc
+	case "renew":
+		return renewSrc
 	case "get":
 		return getSrc
 	case "forget":

@@ -87,7 +87,7 @@ func (c *client) token(key string) store.Token {
 func (c *client) step() {
 	p := c.rng.IntN(100)
 	key := c.keys[c.rng.IntN(len(c.keys))]
-	if p >= 30 && p < 72 && c.rng.IntN(3) > 0 { // complete, fail, extend: mostly a key the client holds
+	if p >= 30 && p < 72 && c.rng.IntN(3) > 0 { // complete, release, renew: mostly a key the client holds
 		var held []string
 		for _, k := range c.keys {
 			if _, ok := c.own[k]; ok {

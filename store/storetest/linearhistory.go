@@ -14,10 +14,10 @@ type LinearInput struct {
 	Key  string
 	// Claim.
 	Owner string
-	Lease time.Duration // also Extend
+	Lease time.Duration // also Renew
 	// Fingerprint of a Claim, or of the record a Complete stores.
 	Fingerprint string
-	// Complete, Fail, Extend.
+	// Complete, Release, Renew.
 	Token store.Token
 	// Complete: the record to store and its TTL.
 	Value  string
@@ -121,7 +121,7 @@ func describe(in LinearInput, out LinearOutput) string {
 	case store.OpRelease:
 		call = fmt.Sprintf("fail(%s, %s/%d)", in.Key, in.Token.Owner, in.Token.Fence)
 	case store.OpRenew:
-		call = fmt.Sprintf("extend(%s, %s/%d, %v)", in.Key, in.Token.Owner, in.Token.Fence, in.Lease)
+		call = fmt.Sprintf("renew(%s, %s/%d, %v)", in.Key, in.Token.Owner, in.Token.Fence, in.Lease)
 	case store.OpGet:
 		call = fmt.Sprintf("get(%s)", in.Key)
 	case store.OpForget:

@@ -64,7 +64,7 @@ type LinearStats struct {
 // Linearizable records concurrent histories of random operations from
 // several clients on a few keys, and checks each with porcupine against
 // [LinearModel]. Clients claim with fresh owners or replay their own, and
-// complete, fail and extend with the tokens they hold, with other clients'
+// complete, release and renew with the tokens they hold, with other clients'
 // (often stale) tokens and with forged ones. With h.Exact, a clock goroutine
 // advances the store's fake clock during the history and leases and TTLs are
 // short enough to end; otherwise every lease and TTL outlives the history.

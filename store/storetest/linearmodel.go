@@ -56,7 +56,7 @@ type keyState struct {
 //     advance, so an advance may be ordered differently relative to
 //     concurrent calls on different keys (a weaker check, never a false one);
 //   - without an exact clock: expiry, takeover (the flag must be false),
-//     what Extend does to the lease, and record times beyond their length;
+//     what Renew does to the lease, and record times beyond their length;
 //   - fences across a Forget or a record's expiry: the contract lets them
 //     start again, so the model does too;
 //   - waiters and wake-ups, batches, invalid arguments and keys, eviction,
@@ -132,7 +132,7 @@ func (m linearModel) step(s keyState, in LinearInput, out LinearOutput) []keySta
 			return keyState{now: s.now, lastFence: max(s.lastFence, s.fence)}
 		})
 	case store.OpRenew:
-		return m.extend(s, in, out)
+		return m.renew(s, in, out)
 	case store.OpGet:
 		if out.Unknown {
 			return one(s)
@@ -224,7 +224,7 @@ func (m linearModel) leaseLeft(s keyState, left time.Duration) bool {
 }
 
 // holderOp steps an operation that only the holder's token may perform
-// (Fail; Complete and Extend share its matching): apply turns the state of a
+// (Release; Complete and Renew share its matching): apply turns the state of a
 // key held by the token into the state after the operation.
 func (m linearModel) holderOp(s keyState, in LinearInput, out LinearOutput, apply func(keyState) keyState) []keyState {
 	if in.Kind == store.OpRelease && s.state == absent {
@@ -282,7 +282,7 @@ func (m linearModel) complete(s keyState, in LinearInput, out LinearOutput) []ke
 	})
 }
 
-func (m linearModel) extend(s keyState, in LinearInput, out LinearOutput) []keyState {
+func (m linearModel) renew(s keyState, in LinearInput, out LinearOutput) []keyState {
 	return m.holderOp(s, in, out, func(s keyState) keyState {
 		s.leaseEnd = s.now + in.Lease
 		return s

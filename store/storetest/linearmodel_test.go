@@ -76,7 +76,7 @@ func TestLinearModelSequential(t *testing.T) {
 	})
 }
 
-// A Fail that released the key, answered ErrLeaseLost because a retry ran
+// A Release that released the key, answered ErrLeaseLost because a retry ran
 // after another client's claim: the history is not linearizable.
 func TestLinearModelFailRetried(t *testing.T) {
 	hist := []hop{
@@ -85,7 +85,7 @@ func TestLinearModelFailRetried(t *testing.T) {
 		{10, 20, claimIn("b"), claimed("b", 2)},
 	}
 	check(t, false, porcupine.Illegal, hist)
-	hist[1].ret, hist[1].out = inf, unknown // the same Fail, timed out
+	hist[1].ret, hist[1].out = inf, unknown // the same Release, timed out
 	check(t, false, porcupine.Ok, hist)
 }
 

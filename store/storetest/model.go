@@ -294,21 +294,21 @@ func (s *suite) randomSeq(t *testing.T, seed uint64) {
 				}
 				return nil
 			})
-		case op < 15: // extend
+		case op < 15: // renew
 			tok := pickToken(mk)
 			lease, short := dur()
-			log = append(log, fmt.Sprintf("extend(%s,%+v,%v)", k, tok, lease))
+			log = append(log, fmt.Sprintf("renew(%s,%+v,%v)", k, tok, lease))
 			b := m.now()
 			err := st.Renew(ctx, k, tok, lease)
 			a := m.now()
 			settle(mk, b, a, func(w *modelKey) error {
 				if w.state == "progress" && w.token == tok {
 					if err != nil {
-						return fmt.Errorf("extend by the holder: %v", err)
+						return fmt.Errorf("renew by the holder: %v", err)
 					}
 					w.leaseEnd = m.grant(lease, short, b, a)
 				} else if !errors.Is(err, store.ErrLeaseLost) {
-					return fmt.Errorf("extend by a non-holder: %v, want ErrLeaseLost", err)
+					return fmt.Errorf("renew by a non-holder: %v, want ErrLeaseLost", err)
 				}
 				return nil
 			})

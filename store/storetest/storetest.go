@@ -224,8 +224,8 @@ func (s *suite) staleOwnerFenced(t *testing.T) {
 	cur := s.mustClaim(t, st, "k", "owner-2", s.long())
 	_, err := st.Complete(ctx, "k", old, store.Record{Value: []byte("stale")}, s.long())
 	wantErr(t, "stale Complete", err, store.ErrLeaseLost)
-	wantErr(t, "stale Extend", st.Renew(ctx, "k", old, s.long()), store.ErrLeaseLost)
-	wantErr(t, "stale Fail", st.Release(ctx, "k", old), store.ErrLeaseLost)
+	wantErr(t, "stale Renew", st.Renew(ctx, "k", old, s.long()), store.ErrLeaseLost)
+	wantErr(t, "stale Release", st.Release(ctx, "k", old), store.ErrLeaseLost)
 	forged := store.Token{Fence: cur.Fence, Owner: "owner-1"}
 	_, err = st.Complete(ctx, "k", forged, store.Record{Value: []byte("forged")}, s.long())
 	wantErr(t, "Complete with the right fence and the wrong owner", err, store.ErrLeaseLost)
@@ -246,7 +246,7 @@ func (s *suite) completeAfterExpiryUntaken(t *testing.T) {
 	tok := s.mustClaim(t, st, "k", "owner-1", s.short())
 	s.expire(t)
 	if err := st.Renew(ctx, "k", tok, s.long()); err != nil {
-		t.Fatalf("Extend after expiry, untaken: %v", err)
+		t.Fatalf("Renew after expiry, untaken: %v", err)
 	}
 	if res := s.claim(t, st, "k", "owner-2", s.long(), nil); res.Status != store.InProgress {
 		t.Fatalf("claim after the renewal = %v, want in-progress", res.Status)
@@ -356,10 +356,10 @@ func (s *suite) completeReplay(t *testing.T) {
 func (s *suite) failReleases(t *testing.T) {
 	st := s.h.New(t)
 	if err := st.Release(ctx, "absent", store.Token{Fence: 1, Owner: "x"}); err != nil {
-		t.Fatalf("Fail of an absent key: %v, want nil", err)
+		t.Fatalf("Release of an absent key: %v, want nil", err)
 	}
 	tok := s.mustClaim(t, st, "k", "owner-1", s.long())
-	wantErr(t, "Fail by another owner", st.Release(ctx, "k", store.Token{Fence: tok.Fence, Owner: "owner-2"}), store.ErrLeaseLost)
+	wantErr(t, "Release by another owner", st.Release(ctx, "k", store.Token{Fence: tok.Fence, Owner: "owner-2"}), store.ErrLeaseLost)
 	if err := st.Release(ctx, "k", tok); err != nil {
 		t.Fatal(err)
 	}
@@ -370,9 +370,9 @@ func (s *suite) failReleases(t *testing.T) {
 	if _, err := st.Complete(ctx, "k", next, store.Record{Value: []byte("v")}, s.long()); err != nil {
 		t.Fatal(err)
 	}
-	wantErr(t, "Fail of a completed key", st.Release(ctx, "k", next), store.ErrLeaseLost)
+	wantErr(t, "Release of a completed key", st.Release(ctx, "k", next), store.ErrLeaseLost)
 	if got, err := st.Get(ctx, "k"); err != nil || string(got.Value) != "v" {
-		t.Fatalf("Fail removed a completed record: %q, %v", got.Value, err)
+		t.Fatalf("Release removed a completed record: %q, %v", got.Value, err)
 	}
 }
 
@@ -386,11 +386,11 @@ func (s *suite) extendRenews(t *testing.T) {
 	if res := s.claim(t, st, "k", "owner-2", s.long(), nil); res.Status != store.InProgress {
 		t.Fatalf("claim after a renewal = %v, want in-progress", res.Status)
 	}
-	wantErr(t, "Extend of an absent key", st.Renew(ctx, "absent", tok, s.long()), store.ErrLeaseLost)
+	wantErr(t, "Renew of an absent key", st.Renew(ctx, "absent", tok, s.long()), store.ErrLeaseLost)
 	if _, err := st.Complete(ctx, "k", tok, store.Record{}, s.long()); err != nil {
 		t.Fatal(err)
 	}
-	wantErr(t, "Extend of a completed key", st.Renew(ctx, "k", tok, s.long()), store.ErrLeaseLost)
+	wantErr(t, "Renew of a completed key", st.Renew(ctx, "k", tok, s.long()), store.ErrLeaseLost)
 }
 
 func (s *suite) resultTTL(t *testing.T) {
@@ -461,8 +461,8 @@ func (s *suite) invalidArguments(t *testing.T) {
 	tok := s.mustClaim(t, st, "k", "o", s.long())
 	_, err = st.Complete(ctx, "k", tok, store.Record{}, 0)
 	wantErr(t, "Complete with ttl 0", err, store.ErrInvalidArgument)
-	wantErr(t, "Extend with lease 0", st.Renew(ctx, "k", tok, 0), store.ErrInvalidArgument)
-	wantErr(t, "Extend past MaxDuration", st.Renew(ctx, "k", tok, store.MaxDuration+1), store.ErrInvalidArgument)
+	wantErr(t, "Renew with lease 0", st.Renew(ctx, "k", tok, 0), store.ErrInvalidArgument)
+	wantErr(t, "Renew past MaxDuration", st.Renew(ctx, "k", tok, store.MaxDuration+1), store.ErrInvalidArgument)
 	_, err = st.Complete(ctx, "k", tok, store.Record{}, store.MaxDuration+1)
 	wantErr(t, "Complete past MaxDuration", err, store.ErrInvalidArgument)
 	for _, key := range []string{"", "a\x00b", strings.Repeat("x", store.MaxKeyLen+1)} {
@@ -575,7 +575,7 @@ func (s *suite) batch(t *testing.T) {
 	if fin[1].Err != nil {
 		t.Fatalf("fail in a batch: %v", fin[1].Err)
 	}
-	wantErr(t, "extend after the release, same batch", fin[2].Err, store.ErrLeaseLost)
+	wantErr(t, "renew after the release, same batch", fin[2].Err, store.ErrLeaseLost)
 }
 
 func (s *suite) waker(t *testing.T) {
@@ -594,7 +594,7 @@ func (s *suite) waker(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer stop()
-	for _, finish := range []string{"complete", "fail"} {
+	for _, finish := range []string{"complete", "release"} {
 		key := "wake-" + finish
 		tok := s.mustClaim(t, st, key, "owner-1", s.long())
 		res, err := st.Claim(ctx, key, store.ClaimRequest{Owner: "owner-2", Lease: s.long(), TTL: s.long(), Waiter: id})
