@@ -83,7 +83,7 @@ func TestDuplicateParksAndJoinsTheOwnersResult(t *testing.T) {
 		t.Fatalf("second caller where = %d, want parked", r2.where)
 	}
 	h.op(store.OpClaim) // one claim for both callers
-	if n := h.s.commit.Pending(); n != 0 {
+	if n := h.queued(); n != 0 {
 		t.Fatalf("operations queued behind the claim = %d, want 0", n)
 	}
 
@@ -351,8 +351,8 @@ func TestRenewalAnswerForAnEarlierOwnerIsIgnored(t *testing.T) {
 	}
 	// The owner fails while its renewal is out; the release waits its turn.
 	h.finish(r1, Transient, errTransient)
-	if h.s.commit.Pending() != 1 {
-		t.Fatalf("pending operations = %d, want the release", h.s.commit.Pending())
+	if h.queued() != 1 {
+		t.Fatalf("pending operations = %d, want the release", h.queued())
 	}
 	h.fail(store.ErrLeaseLost) // the renewal's answer, for a run already over
 	e := h.wantPhase("k", phReleasing)
@@ -921,8 +921,8 @@ func TestWakeForAllKeysReclaimsEveryRemoteKey(t *testing.T) {
 	h.s.onWake("")
 	h.wantPhase("a", phClaiming)
 	h.wantPhase("b", phClaiming)
-	if len(h.batch) != 1 || h.s.commit.Pending() != 1 {
-		t.Fatalf("claims out %d, queued %d; want 1 and 1", len(h.batch), h.s.commit.Pending())
+	if len(h.batch) != 1 || h.queued() != 1 {
+		t.Fatalf("claims out %d, queued %d; want 1 and 1", len(h.batch), h.queued())
 	}
 	h.wantCounts(2, 0)
 }

@@ -61,6 +61,3 @@ func (c *Committer[T]) next() {
 
 // InFlight reports whether a batch is out.
 func (c *Committer[T]) InFlight() bool { return c.inflight }
-
-// Pending returns how many operations wait for the next batch.
-func (c *Committer[T]) Pending() int { return len(c.pending) }

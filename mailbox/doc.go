@@ -1,5 +1,8 @@
-// Package mailbox holds what idem's shard actors need beyond protoactor's own
-// mailbox:
+// Package mailbox is part of the runtime's machinery: package actors uses it
+// to run idem's shard actors. It is not an API for users of idem and makes no
+// compatibility promise; it exports only what package actors needs.
+//
+// It holds what the shard actors need beyond protoactor's own mailbox:
 //
 //   - [Worker], one long-lived goroutine that runs jobs in order: as the
 //     dispatcher of one actor's mailbox, instead of protoactor's default of a

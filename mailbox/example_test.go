@@ -10,11 +10,11 @@ func ExampleNewWorker() {
 	w := mailbox.NewWorker()
 	defer w.Stop()
 
-	// Runs execute one after another on the worker's goroutine, in the
-	// order they were scheduled.
+	// Jobs execute one after another on the worker's goroutine, in the
+	// order they were submitted.
 	done := make(chan struct{})
 	for i := 1; i <= 3; i++ {
-		w.Schedule(func() {
+		w.Submit(func() {
 			fmt.Println("run", i)
 			if i == 3 {
 				close(done)
@@ -39,14 +39,12 @@ func ExampleNewCommitter() {
 	c.Add("b") // these wait for the batch in flight
 	c.Add("c")
 	c.Add("d")
-	fmt.Println("pending", c.Pending())
 
 	for c.InFlight() {
 		c.Done(inflight) // the store answered; send what queued up
 	}
 	// Output:
 	// flush [a]
-	// pending 3
 	// flush [b c]
 	// flush [d]
 }

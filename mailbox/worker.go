@@ -5,12 +5,12 @@ import "sync"
 // Worker runs jobs one at a time, in order, on one long-lived goroutine,
 // with room for one queued job. A shard has two:
 //
-//   - its mailbox's protoactor dispatcher ([Worker.Schedule],
-//     [Worker.Throughput]): a mailbox asks for a run only when it goes from
-//     idle to running, so at most one run is ever queued;
-//   - its store I/O ([Worker.Submit]): the shard has at most one batch in
-//     flight, so a slow store never stalls the actor and Submit never waits
-//     for a job that is running.
+//   - one runs its mailbox (package actors adapts it as protoactor's
+//     dispatcher): a mailbox asks for a run only when it goes from idle to
+//     running, so at most one run is ever queued;
+//   - one runs its store I/O: the shard has at most one batch in flight, so
+//     a slow store never stalls the actor and Submit never waits for a job
+//     that is running.
 //
 // Stop ends the goroutine; a job handed over after Stop is dropped (the
 // actor is gone by then and its messages go nowhere).
@@ -56,13 +56,6 @@ func (w *Worker) Submit(job func()) bool {
 		return false
 	}
 }
-
-// Schedule hands a mailbox run to the worker (protoactor's Dispatcher).
-func (w *Worker) Schedule(fn func()) { w.Submit(fn) }
-
-// Throughput is how many messages a run handles before it yields the
-// processor (protoactor calls runtime.Gosched then; it does not end the run).
-func (w *Worker) Throughput() int { return 300 }
 
 // Stop ends the goroutine after the job it is running, if any, and waits for
 // it. It is idempotent.

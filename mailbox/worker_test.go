@@ -6,24 +6,10 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/asynkron/protoactor-go/actor"
 	"go.uber.org/goleak"
 
 	"github.com/idemrt/idem/mailbox"
 )
-
-// Worker must plug into protoactor as a dispatcher.
-var _ actor.Dispatcher = (*mailbox.Worker)(nil)
-
-func TestWorkerThroughputPositive(t *testing.T) {
-	w := mailbox.NewWorker()
-	defer w.Stop()
-	// protoactor's mailbox loops "for i < Throughput()" before yielding; zero
-	// or less would make every run yield at once.
-	if got := w.Throughput(); got <= 0 {
-		t.Fatalf("Throughput() = %d, want > 0", got)
-	}
-}
 
 func TestWorkerRunsInOrderOnOneGoroutine(t *testing.T) {
 	w := mailbox.NewWorker()
@@ -38,7 +24,7 @@ func TestWorkerRunsInOrderOnOneGoroutine(t *testing.T) {
 		done    = make(chan struct{})
 	)
 	for i := range n {
-		w.Schedule(func() {
+		w.Submit(func() {
 			if running.Add(1) != 1 {
 				overlap.Store(true)
 			}
@@ -80,7 +66,7 @@ func TestWorkerSameGoroutineAcrossIdlePeriods(t *testing.T) {
 
 	id := func() uint64 {
 		ch := make(chan uint64, 1)
-		w.Schedule(func() { ch <- goid() })
+		w.Submit(func() { ch <- goid() })
 		return <-ch
 	}
 	first := id()
@@ -95,7 +81,7 @@ func TestWorkerSameGoroutineAcrossIdlePeriods(t *testing.T) {
 
 // A protoactor mailbox reschedules itself from inside a run when messages
 // are still waiting; that must not deadlock on the one-slot queue.
-func TestWorkerScheduleFromInsideRun(t *testing.T) {
+func TestWorkerSubmitFromInsideRun(t *testing.T) {
 	w := mailbox.NewWorker()
 	defer w.Stop()
 
@@ -109,16 +95,16 @@ func TestWorkerScheduleFromInsideRun(t *testing.T) {
 			close(done)
 			return
 		}
-		w.Schedule(step)
+		w.Submit(step)
 	}
-	w.Schedule(step)
+	w.Submit(step)
 	await(t, done, "a chain of runs each scheduling the next")
 	if count != depth {
 		t.Fatalf("count = %d, want %d", count, depth)
 	}
 }
 
-func TestWorkerConcurrentSchedule(t *testing.T) {
+func TestWorkerConcurrentSubmit(t *testing.T) {
 	w := mailbox.NewWorker()
 	defer w.Stop()
 
@@ -129,7 +115,7 @@ func TestWorkerConcurrentSchedule(t *testing.T) {
 	for range senders {
 		wg.Go(func() {
 			for range each {
-				w.Schedule(func() {
+				w.Submit(func() {
 					if ran.Add(1) == senders*each {
 						close(all)
 					}
@@ -148,7 +134,7 @@ func TestWorkerStopEndsGoroutine(t *testing.T) {
 	before := goleak.IgnoreCurrent()
 	w := mailbox.NewWorker()
 	ran := make(chan struct{})
-	w.Schedule(func() { close(ran) })
+	w.Submit(func() { close(ran) })
 	await(t, ran, "a run before Stop")
 	w.Stop()
 	goleak.VerifyNone(t, before)
@@ -174,21 +160,21 @@ func TestWorkerStopWaitsForRunningRun(t *testing.T) {
 	started := make(chan struct{})
 	release := make(chan struct{})
 	var finished atomic.Bool
-	w.Schedule(func() {
+	w.Submit(func() {
 		close(started)
 		<-release
 		finished.Store(true)
 	})
 	await(t, started, "the run to start")
-	w.Schedule(func() {}) // fills the one-slot queue
+	w.Submit(func() {}) // fills the one-slot queue
 
 	stopped := make(chan bool, 1)
 	go func() {
 		w.Stop()
 		stopped <- finished.Load()
 	}()
-	// With the queue full, this Schedule returns only once Stop has begun.
-	returnsWithin(t, "Schedule to see Stop", func() { w.Schedule(func() {}) })
+	// With the queue full, this Submit returns only once Stop has begun.
+	returnsWithin(t, "Submit to see Stop", func() { w.Submit(func() {}) })
 	// Stop has begun but the run is still blocked, so Stop must not have
 	// returned. Yield a while (no sleeping) to give a wrong Stop the chance
 	// to show itself; a right one cannot fail this.
@@ -212,15 +198,15 @@ func TestWorkerStopWaitsForRunningRun(t *testing.T) {
 	}
 }
 
-func TestWorkerScheduleAfterStopDoesNotBlockOrRun(t *testing.T) {
+func TestWorkerSubmitAfterStopDoesNotBlockOrRun(t *testing.T) {
 	w := mailbox.NewWorker()
 	w.Stop()
 	var ran atomic.Int32
-	returnsWithin(t, "Schedule after Stop", func() {
-		// More than the queue holds: a send-only Schedule would block on
+	returnsWithin(t, "Submit after Stop", func() {
+		// More than the queue holds: a send-only Submit would block on
 		// the second call.
 		for range 100 {
-			w.Schedule(func() { ran.Add(1) })
+			w.Submit(func() { ran.Add(1) })
 		}
 	})
 	if n := ran.Load(); n != 0 {
@@ -228,23 +214,23 @@ func TestWorkerScheduleAfterStopDoesNotBlockOrRun(t *testing.T) {
 	}
 }
 
-// A Schedule waiting for the queue (one run executing, one queued) must be
+// A Submit waiting for the queue (one run executing, one queued) must be
 // released by Stop rather than wait for the run to end.
-func TestWorkerStopReleasesBlockedSchedule(t *testing.T) {
+func TestWorkerStopReleasesBlockedSubmit(t *testing.T) {
 	w := mailbox.NewWorker()
 	started := make(chan struct{})
 	release := make(chan struct{})
-	w.Schedule(func() {
+	w.Submit(func() {
 		close(started)
 		<-release
 	})
 	await(t, started, "the first run to start")
-	w.Schedule(func() {}) // fills the one-slot queue
+	w.Submit(func() {}) // fills the one-slot queue
 
 	blocked := make(chan struct{})
 	go func() {
 		defer close(blocked)
-		w.Schedule(func() {})
+		w.Submit(func() {})
 	}()
 	stopped := make(chan struct{})
 	go func() {
@@ -252,53 +238,8 @@ func TestWorkerStopReleasesBlockedSchedule(t *testing.T) {
 		w.Stop()
 	}()
 	// The running func still holds the worker, so the only way for the
-	// third Schedule to return is through Stop.
-	await(t, blocked, "Stop to release a blocked Schedule")
+	// third Submit to return is through Stop.
+	await(t, blocked, "Stop to release a blocked Submit")
 	close(release)
 	await(t, stopped, "Stop to return")
-}
-
-// TestWorkerAsProtoactorDispatcher runs a real actor on a Worker: every
-// message is received, in order, on the Worker's goroutine.
-func TestWorkerAsProtoactorDispatcher(t *testing.T) {
-	sys := actor.NewActorSystem()
-	defer sys.Shutdown()
-	w := mailbox.NewWorker()
-	defer w.Stop()
-
-	const n = 500
-	var (
-		got  []int
-		ids  = map[uint64]bool{}
-		done = make(chan struct{})
-	)
-	props := actor.PropsFromFunc(func(ctx actor.Context) {
-		if v, ok := ctx.Message().(int); ok {
-			got = append(got, v)
-			ids[goid()] = true
-			if v == n-1 {
-				close(done)
-			}
-		}
-	}, actor.WithDispatcher(w))
-	pid := sys.Root.Spawn(props)
-	for i := range n {
-		sys.Root.Send(pid, i)
-	}
-	await(t, done, "the actor to receive every message")
-	if err := sys.Root.PoisonFuture(pid).Wait(); err != nil {
-		t.Fatalf("poison: %v", err)
-	}
-
-	if len(got) != n {
-		t.Fatalf("received %d messages, want %d", len(got), n)
-	}
-	for i, v := range got {
-		if v != i {
-			t.Fatalf("message %d was %d; out of order", i, v)
-		}
-	}
-	if len(ids) != 1 {
-		t.Fatalf("actor ran on %d goroutines, want 1", len(ids))
-	}
 }
