@@ -8,7 +8,7 @@
 //		flows.Step("charge", charge).Idempotent(func(o Order) string { return "charge:" + o.InvoiceID }, flows.StepOptions{}),
 //		flows.Step("receipt", sendReceipt).Idempotent(func(o Order) string { return "receipt:" + o.InvoiceID }, flows.StepOptions{}),
 //	))
-//	out, err := checkout.Run(ctx, rt, order, flows.RunOptions{IdempotencyKey: requestID, Namespace: tenant})
+//	out, err := checkout.Run(ctx, rt, order, flows.RunOptions[Order]{IdempotencyKey: requestID, Namespace: tenant})
 //
 // # Guarantees
 //

@@ -159,23 +159,49 @@ func (x *exec[S]) once(ctx context.Context, step, key string, so StepOptions, s 
 	if err := store.ValidateKey(scoped); err != nil {
 		return s, fmt.Errorf("flows: step %q: key %q: %w", step, key, err)
 	}
-	opts := []idem.CallOption{idem.WithFingerprint(x.fingerprint(step)), idem.WithSettle(stepSettle(so.Settle))}
-	if so.TTL > 0 {
-		opts = append(opts, idem.WithTTL(so.TTL))
-	}
-	if so.Lease > 0 {
-		opts = append(opts, idem.WithLease(so.Lease))
-	}
-	if x.opts.Classifier != nil {
-		opts = append(opts, idem.WithClassifier(x.opts.Classifier))
-	}
-	out, err := idem.Do(ctx, x.rt, scoped, func(ctx context.Context) (S, error) { return body(ctx, s) }, opts...)
+	out, err := idem.Do(ctx, x.rt, scoped, func(ctx context.Context) (S, error) { return body(ctx, s) }, x.stepOptions(step, so)...)
 	if err != nil {
 		return s, err
 	}
 	// A result from the runtime's cache is shared with every caller that
 	// replays it; the next steps get their own copy to change.
 	return clone(out)
+}
+
+// stepOptions are the idem options of an idempotent step's call.
+func (x *exec[S]) stepOptions(step string, so StepOptions) []idem.CallOption {
+	opts := []idem.CallOption{idem.WithFingerprint(x.fingerprint(step)), idem.WithSettle(stepSettle(so.Settle))}
+	opts = withTTLAndLease(opts, so.TTL, so.Lease)
+	if x.opts.Classifier != nil {
+		opts = append(opts, idem.WithClassifier(x.opts.Classifier))
+	}
+	return opts
+}
+
+// workflowOptions are the idem options of the call that makes a run with a
+// workflow key idempotent.
+func (x *exec[S]) workflowOptions() []idem.CallOption {
+	var opts []idem.CallOption
+	switch {
+	case x.opts.FailFast:
+		opts = append(opts, idem.WithSettle(0))
+	case x.opts.Settle > 0:
+		opts = append(opts, idem.WithSettle(x.opts.Settle))
+	}
+	opts = withTTLAndLease(opts, x.opts.TTL, x.opts.Lease)
+	return append(opts, idem.WithFingerprint(x.fingerprint("")))
+}
+
+// withTTLAndLease adds to opts the result TTL and the lease that are set;
+// zero leaves the runtime's default.
+func withTTLAndLease(opts []idem.CallOption, ttl, lease time.Duration) []idem.CallOption {
+	if ttl > 0 {
+		opts = append(opts, idem.WithTTL(ttl))
+	}
+	if lease > 0 {
+		opts = append(opts, idem.WithLease(lease))
+	}
+	return opts
 }
 
 // clone deep-copies a state through JSON, the codec it is stored with.
@@ -203,12 +229,18 @@ func stepSettle(d time.Duration) time.Duration {
 }
 
 func checkStepOptions(step string, o StepOptions) error {
+	return checkDurations(fmt.Sprintf("step %q: StepOptions", step), o.TTL, o.Settle, o.Lease)
+}
+
+// checkDurations checks the TTL, Settle and Lease of the options named
+// what: none negative or over store.MaxDuration.
+func checkDurations(what string, ttl, settle, lease time.Duration) error {
 	for _, d := range []struct {
 		n string
 		v time.Duration
-	}{{"TTL", o.TTL}, {"Settle", o.Settle}, {"Lease", o.Lease}} {
+	}{{"TTL", ttl}, {"Settle", settle}, {"Lease", lease}} {
 		if d.v < 0 || d.v > store.MaxDuration {
-			return errorf("step %q: StepOptions.%s %v is out of range", step, d.n, d.v)
+			return errorf("%s.%s %v is out of range", what, d.n, d.v)
 		}
 	}
 	return nil
@@ -218,7 +250,7 @@ func checkStepOptions(step string, o StepOptions) error {
 //
 // With a workflow key the whole run is one idem key: a run already
 // completed returns its output (or its permanent error) without running any
-// step; a duplicate while it runs waits (RunOptions.Settle / Wait) or fails
+// step; a duplicate while it runs waits (RunOptions.Settle) or fails
 // with idem.ErrConflict. Each idempotent step is its own idem key within
 // the run's scope. A step's error is returned as a *StepError; if it is
 // permanent the run's record keeps it, and every later run with the key
@@ -226,26 +258,13 @@ func checkStepOptions(step string, o StepOptions) error {
 // *idem.ReplayedError with the original message). On error, Run returns
 // input unchanged.
 func (f *Flow[S]) Run(ctx context.Context, rt *idem.Runtime, input S, opts RunOptions[S]) (S, error) {
-	if rt == nil {
-		return input, errorf("flow %q: Run with a nil runtime", f.name)
-	}
-	if opts.IdempotencyKey != "" && opts.KeyFunc != nil {
-		return input, errorf("flow %q: set IdempotencyKey or KeyFunc, not both", f.name)
-	}
-	for _, d := range []struct {
-		n string
-		v time.Duration
-	}{{"TTL", opts.TTL}, {"Settle", opts.Settle}, {"Lease", opts.Lease}} {
-		if d.v < 0 || d.v > store.MaxDuration {
-			return input, errorf("flow %q: RunOptions.%s %v is out of range", f.name, d.n, d.v)
-		}
+	if err := f.checkRun(rt, &opts); err != nil {
+		return input, err
 	}
 	x := &exec[S]{rt: rt, flow: f.name, scope: store.Scope{Namespace: opts.Namespace, Version: opts.Version}, opts: &opts}
-	key := opts.IdempotencyKey
-	if opts.KeyFunc != nil {
-		if key = opts.KeyFunc(input); key == "" {
-			return input, errorf("flow %q: KeyFunc returned an empty key", f.name)
-		}
+	key, err := f.workflowKey(input, &opts)
+	if err != nil {
+		return input, err
 	}
 	// The steps get a private copy of the input: a step that changes the
 	// state in place must not reach the caller's value, nor a cached one.
@@ -254,58 +273,85 @@ func (f *Flow[S]) Run(ctx context.Context, rt *idem.Runtime, input S, opts RunOp
 		return input, fmt.Errorf("flows: %s: the state does not round-trip through JSON: %w", f.name, err)
 	}
 	if key == "" {
-		out, err := f.steps1(ctx, x, start)
+		out, err := f.runSteps(ctx, x, start)
 		if err != nil {
 			return input, err
 		}
 		return out, nil
 	}
-	scoped := store.BuildKey("flow:"+store.EscapeSegment(f.name)+":"+key, x.scope)
-	if err := store.ValidateKey(scoped); err != nil {
-		return input, fmt.Errorf("flows: %s: workflow key %q: %w", f.name, key, err)
-	}
-	var wopts []idem.CallOption
-	switch {
-	case opts.FailFast:
-		wopts = append(wopts, idem.WithSettle(0))
-	case opts.Settle > 0:
-		wopts = append(wopts, idem.WithSettle(opts.Settle))
-	}
-	if opts.TTL > 0 {
-		wopts = append(wopts, idem.WithTTL(opts.TTL))
-	}
-	if opts.Lease > 0 {
-		wopts = append(wopts, idem.WithLease(opts.Lease))
-	}
-	wopts = append(wopts, idem.WithFingerprint(x.fingerprint("")))
-	res, err := idem.Do(ctx, rt, scoped, func(ctx context.Context) (runResult[S], error) {
-		out, err := f.steps1(ctx, x, start)
-		if err == nil {
-			return runResult[S]{State: out}, nil
-		}
-		if !x.permanent(err) {
-			return runResult[S]{}, err // transient: the run's key is released
-		}
-		// A permanent failure is the run's outcome: kept as the run's
-		// record, with the step it came from, so that every later run gets
-		// it back as a *StepError.
-		r := runResult[S]{Failed: &storedFailure{Message: err.Error(), Item: -1}, err: err}
-		var se *StepError
-		if errors.As(err, &se) {
-			r.Failed.Step, r.Failed.Item, r.Failed.Message = se.Step, se.Item, se.Err.Error()
-		}
-		return r, nil
-	}, wopts...)
-	switch {
-	case err != nil:
+	res, err := f.runKeyed(ctx, x, key, start)
+	if err != nil {
 		return input, err
-	case res.Failed != nil && res.err != nil:
-		return input, res.err // this process still has the error itself
-	case res.Failed != nil:
-		return input, &StepError{Flow: f.name, Step: res.Failed.Step, Item: res.Failed.Item,
-			Err: &idem.ReplayedError{Key: scoped, Message: res.Failed.Message}}
 	}
 	return clone(res.State)
+}
+
+// checkRun checks the runtime and the options of a run.
+func (f *Flow[S]) checkRun(rt *idem.Runtime, opts *RunOptions[S]) error {
+	if rt == nil {
+		return errorf("flow %q: Run with a nil runtime", f.name)
+	}
+	if opts.IdempotencyKey != "" && opts.KeyFunc != nil {
+		return errorf("flow %q: set IdempotencyKey or KeyFunc, not both", f.name)
+	}
+	return checkDurations(fmt.Sprintf("flow %q: RunOptions", f.name), opts.TTL, opts.Settle, opts.Lease)
+}
+
+// workflowKey is the run's workflow key, from IdempotencyKey or KeyFunc:
+// "" for a run without one.
+func (f *Flow[S]) workflowKey(input S, opts *RunOptions[S]) (string, error) {
+	if opts.KeyFunc == nil {
+		return opts.IdempotencyKey, nil
+	}
+	key := opts.KeyFunc(input)
+	if key == "" {
+		return "", errorf("flow %q: KeyFunc returned an empty key", f.name)
+	}
+	return key, nil
+}
+
+// runKeyed runs the steps once per workflow key: it returns the run's
+// record, the one it made or the one an earlier run left, with the error of
+// a permanent failure the record holds.
+func (f *Flow[S]) runKeyed(ctx context.Context, x *exec[S], key string, start S) (runResult[S], error) {
+	scoped := store.BuildKey("flow:"+store.EscapeSegment(f.name)+":"+key, x.scope)
+	if err := store.ValidateKey(scoped); err != nil {
+		return runResult[S]{}, fmt.Errorf("flows: %s: workflow key %q: %w", f.name, key, err)
+	}
+	res, err := idem.Do(ctx, x.rt, scoped, func(ctx context.Context) (runResult[S], error) {
+		return f.runRecorded(ctx, x, start)
+	}, x.workflowOptions()...)
+	switch {
+	case err != nil:
+		return res, err
+	case res.Failed != nil && res.err != nil:
+		return res, res.err // this process still has the error itself
+	case res.Failed != nil:
+		return res, &StepError{Flow: f.name, Step: res.Failed.Step, Item: res.Failed.Item,
+			Err: &idem.ReplayedError{Key: scoped, Message: res.Failed.Message}}
+	}
+	return res, nil
+}
+
+// runRecorded is the function of a run with a workflow key: it runs the
+// steps and returns what the key's record keeps.
+func (f *Flow[S]) runRecorded(ctx context.Context, x *exec[S], start S) (runResult[S], error) {
+	out, err := f.runSteps(ctx, x, start)
+	if err == nil {
+		return runResult[S]{State: out}, nil
+	}
+	if !x.permanent(err) {
+		return runResult[S]{}, err // transient: the run's key is released
+	}
+	// A permanent failure is the run's outcome: kept as the run's record,
+	// with the step it came from, so that every later run gets it back as a
+	// *StepError.
+	r := runResult[S]{Failed: &storedFailure{Message: err.Error(), Item: -1}, err: err}
+	var se *StepError
+	if errors.As(err, &se) {
+		r.Failed.Step, r.Failed.Item, r.Failed.Message = se.Step, se.Item, se.Err.Error()
+	}
+	return r, nil
 }
 
 // runResult is what a run with a workflow key stores: its final state, or
@@ -328,8 +374,8 @@ func (x *exec[S]) permanent(err error) bool {
 	return idem.IsPermanent(err) || (x.opts.Classifier != nil && x.opts.Classifier(err))
 }
 
-// steps1 runs every step in order.
-func (f *Flow[S]) steps1(ctx context.Context, x *exec[S], s S) (S, error) {
+// runSteps runs every step in order.
+func (f *Flow[S]) runSteps(ctx context.Context, x *exec[S], s S) (S, error) {
 	for _, st := range f.steps {
 		if err := ctx.Err(); err != nil {
 			return s, err

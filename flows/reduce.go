@@ -71,29 +71,33 @@ func (d *ReduceDef[S, I]) check() error {
 	return checkStepOptions(d.name, d.opts)
 }
 
+// body runs the hooks and the function for one item: what executes when
+// the item runs.
+func (d *ReduceDef[S, I]) body(ctx context.Context, s S, item I) (S, error) {
+	for _, h := range d.before {
+		if err := h(ctx, s, item); err != nil {
+			return s, err
+		}
+	}
+	out, err := d.fn(ctx, s, item)
+	if err != nil {
+		return out, err
+	}
+	for _, h := range d.after {
+		if err := h(ctx, out, item); err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
 func (d *ReduceDef[S, I]) run(ctx context.Context, x *exec[S], s S) (S, error) {
 	var done map[string]bool // keys handled in this run
 	for i, item := range d.items(s) {
 		if err := ctx.Err(); err != nil {
 			return s, itemError(d.name, i, err)
 		}
-		body := func(ctx context.Context, s S) (S, error) {
-			for _, h := range d.before {
-				if err := h(ctx, s, item); err != nil {
-					return s, err
-				}
-			}
-			out, err := d.fn(ctx, s, item)
-			if err != nil {
-				return out, err
-			}
-			for _, h := range d.after {
-				if err := h(ctx, out, item); err != nil {
-					return out, err
-				}
-			}
-			return out, nil
-		}
+		body := func(ctx context.Context, s S) (S, error) { return d.body(ctx, s, item) }
 		var err error
 		if d.key == nil {
 			s, err = body(ctx, s)
