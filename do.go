@@ -244,7 +244,7 @@ func runContext(ctx context.Context) (context.Context, context.CancelCauseFunc) 
 // is completed here, on the owner's goroutine, and the owner's answer goes
 // straight into its reply channel; the Finish then only tells the shard.
 func run[T any](ctx context.Context, cancel context.CancelCauseFunc, sh *actors.Shard, req *actors.Request, tok store.Token, fn func(context.Context) (T, error), c *callOptions) {
-	f := &req.Fin
+	f := &req.Finish
 	f.Req = req
 	returned := false
 	defer func() {

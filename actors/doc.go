@@ -1,5 +1,9 @@
 // Package actors runs idem's shard actors on protoactor-go.
 //
+// It is the runtime's machinery, used by package idem: not an API for users
+// of idem, and without a compatibility promise. It exports only what package
+// idem needs.
+//
 // Every key belongs to one [Shard] (see package keyshard). A shard is one
 // protoactor actor and owns, on its one goroutine, the state of its keys:
 //
@@ -22,9 +26,9 @@
 // ([store.InProcess]) are called inline. Completed records are kept, once
 // validated, in a per-shard LRU that callers read without an actor hop.
 //
-// protoactor is used as notes/protoactor.md measured it best: a reply channel
-// in each message instead of futures, a long-lived worker goroutine per
-// mailbox, our own hash over cached PIDs, recover inside Receive with a
-// resuming guardian, its logger kept quiet, and Poison to stop. Nothing of
-// protoactor leaks out of this package.
+// protoactor is used as it measured best (see "protoactor-go" in
+// docs/architecture.md): a reply channel in each message instead of futures,
+// a long-lived worker goroutine per mailbox, our own hash over cached PIDs,
+// recover inside Receive with a resuming guardian, its logger kept quiet, and
+// Poison to stop. Nothing of protoactor leaks out of this package.
 package actors

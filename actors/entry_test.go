@@ -735,7 +735,7 @@ func TestClosingAnswersWaitersClosed(t *testing.T) {
 	for _, r := range []*Request{wa1, wa2, rc, rb} {
 		h.want(r, Reply{Kind: Failed, Code: FailClosed, Waited: r.waited})
 	}
-	if !errors.Is(cause(), ErrClosing) {
+	if !errors.Is(cause(), errClosing) {
 		t.Fatalf("running owner's cause = %v, want ErrClosing", cause())
 	}
 	if rb.where != gone {
@@ -877,8 +877,8 @@ func TestInlineOwnerThatStoredItselfSettlesTheWaiters(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := &Cached{Record: rec, Value: "v"}
-	r1.Fin = Finish{Req: r1, Kind: Success, Stored: true, Result: c}
-	h.s.onFinish(&r1.Fin)
+	r1.Finish = Finish{Req: r1, Kind: Success, Stored: true, Result: c}
+	h.s.onFinish(&r1.Finish)
 	if rep := h.want(r2, Reply{Kind: Settled, Joined: true, Waited: true}); rep.Result != c {
 		t.Fatalf("waiter's result is not the stored one: %s", fmtReply(rep))
 	}

@@ -38,8 +38,8 @@ func ExampleNewSet() {
 			return rep
 		}
 		// This caller owns the key: run, then finish.
-		r.Fin = actors.Finish{Req: r, Kind: actors.Success, Record: store.Record{Value: []byte(`"done"`)}, Value: "done"}
-		sh.Finish(&r.Fin)
+		r.Finish = actors.Finish{Req: r, Kind: actors.Success, Record: store.Record{Value: []byte(`"done"`)}, Value: "done"}
+		sh.Finish(&r.Finish)
 		return <-r.Reply
 	}
 	first, second := call(), call()

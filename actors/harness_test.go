@@ -111,7 +111,7 @@ type harnessOpt func(*Config)
 func inline(c *Config) { c.Store = c.Store.(batchedStore).Store }
 
 // waker makes the shard believe its store wakes waiters.
-func waker(c *Config) { c.WakerID = "waker-1" }
+func waker(c *Config) { c.wakerID = "waker-1" }
 
 // newHarness returns a shard over a memstore, both reading a fake clock at
 // t0. Claim owners are "owner-1", "owner-2", … in claim order.
@@ -124,7 +124,7 @@ func newHarness(t *testing.T, opts ...harnessOpt) *harness {
 		Store:  batchedStore{h.mem},
 		Clock:  h.clk,
 		Logger: slog.New(h.logs),
-		NewOwner: func() string {
+		newOwner: func() string {
 			owners++
 			return "owner-" + strconv.Itoa(owners)
 		},
@@ -143,7 +143,7 @@ func newHarness(t *testing.T, opts ...harnessOpt) *harness {
 		h.batch = b
 		h.flushed += int64(len(b))
 	})
-	sys := NewSystem(nil)
+	sys := newActorSystem(nil)
 	pid, ok := sys.sys.ProcessRegistry.Add(h.inbox, "shard-under-test")
 	if !ok {
 		t.Fatal("could not register the test inbox")
@@ -154,7 +154,7 @@ func newHarness(t *testing.T, opts ...harnessOpt) *harness {
 		if s.armed != nil {
 			s.armed.Stop()
 		}
-		sys.Shutdown()
+		sys.shutdown()
 		if n := h.logs.count(slog.LevelError); n > 0 {
 			t.Errorf("the shard logged %d errors (a reply channel full, or a recovered panic)", n)
 		}
@@ -165,7 +165,7 @@ func newHarness(t *testing.T, opts ...harnessOpt) *harness {
 // request builds a request for key: a 10s lease, a 1h TTL, and a caller
 // that waits as long as it takes, unless mods say otherwise.
 func request(key string, mods ...func(*Request)) *Request {
-	r := &Request{Key: key, Lease: 10 * time.Second, TTL: time.Hour, Settle: Forever,
+	r := &Request{Key: key, Lease: 10 * time.Second, TTL: time.Hour, Settle: forever,
 		Reply: make(chan Reply, 1)} // one reply per phase, as in production
 	for _, m := range mods {
 		m(r)
@@ -188,7 +188,7 @@ func (h *harness) ask(key string, mods ...func(*Request)) *Request {
 
 // finish hands the shard r's Finish, as the owner does when fn returns.
 func (h *harness) finish(r *Request, kind FinishKind, err error) {
-	f := &r.Fin
+	f := &r.Finish
 	*f = Finish{Req: r, Kind: kind, Err: err}
 	if kind == Success {
 		f.Record, f.Value = store.Record{Value: []byte(`"v"`)}, "v"

@@ -18,13 +18,14 @@ type Request struct {
 	Lease       time.Duration
 	TTL         time.Duration
 	// Settle is how long the caller may wait for another owner; zero fails
-	// at once with FailConflict; Forever waits as long as the caller does.
+	// at once with FailConflict; the largest Duration waits as long as the
+	// caller does.
 	Settle time.Duration
 	// NoRenew keeps the lease from being renewed while the owner runs.
 	NoRenew bool
 	Reply   chan Reply
-	// Fin is where the owner writes its Finish (one allocation for both).
-	Fin Finish
+	// Finish is where the owner writes its Finish (one allocation for both).
+	Finish Finish
 
 	// cancel is the owner's run-context cancel, published by the caller
 	// after a Grant; lost is set by the actor when the run must stop.
@@ -46,8 +47,8 @@ type Request struct {
 // the store itself.
 func (r *Request) Finishing() { r.finishing.Store(true) }
 
-// Forever is a Settle (and lease) that never runs out by itself.
-const Forever = time.Duration(1<<63 - 1)
+// forever is a Settle that never runs out by itself.
+const forever = time.Duration(1<<63 - 1)
 
 type where uint8
 
@@ -189,19 +190,23 @@ type wake struct{ key string }
 // closing starts the shard's shutdown.
 type closing struct{}
 
+// requestMsg and finishMsg carry a *Request and a *Finish through the
+// actor's mailbox. They are the same values under types of their own, so
+// that the method protoactor looks for stays out of the exported types.
+type (
+	requestMsg Request
+	finishMsg  Finish
+)
+
 // IgnoreDeadLetterLogging tells protoactor not to log the message as a dead
 // letter. Every message of a shard opts out: the ones that arrive after a
 // shard stopped are expected, and protoactor's dead-letter throttle would
 // otherwise start a goroutine.
-func (*Request) IgnoreDeadLetterLogging() {}
-
-// IgnoreDeadLetterLogging opts out of dead-letter logging, as
-// [Request.IgnoreDeadLetterLogging] does.
-func (*Finish) IgnoreDeadLetterLogging() {}
-
-func (*abandon) IgnoreDeadLetterLogging()   {}
-func (*forget) IgnoreDeadLetterLogging()    {}
-func (*batchDone) IgnoreDeadLetterLogging() {}
-func (*tick) IgnoreDeadLetterLogging()      {}
-func (*wake) IgnoreDeadLetterLogging()      {}
-func (*closing) IgnoreDeadLetterLogging()   {}
+func (*requestMsg) IgnoreDeadLetterLogging() {}
+func (*finishMsg) IgnoreDeadLetterLogging()  {}
+func (*abandon) IgnoreDeadLetterLogging()    {}
+func (*forget) IgnoreDeadLetterLogging()     {}
+func (*batchDone) IgnoreDeadLetterLogging()  {}
+func (*tick) IgnoreDeadLetterLogging()       {}
+func (*wake) IgnoreDeadLetterLogging()       {}
+func (*closing) IgnoreDeadLetterLogging()    {}

@@ -147,7 +147,7 @@ func (s *Shard) scheduleRenew(e *entry, from time.Time) {
 // slower; without one it is the only way to learn of the settle.
 func (s *Shard) scheduleReclaim(e *entry) {
 	first, most := 10*time.Millisecond, time.Second
-	if s.cfg.WakerID != "" {
+	if s.cfg.wakerID != "" {
 		first, most = 200*time.Millisecond, 2*time.Second
 	}
 	e.backoff = min(max(2*e.backoff, first), most)

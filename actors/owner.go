@@ -18,11 +18,11 @@ func (s *Shard) claim(e *entry) {
 	o := s.newOp(e)
 	o.Kind, o.Key = store.OpClaim, e.key
 	o.Claim = store.ClaimRequest{
-		Owner:       s.cfg.NewOwner(),
+		Owner:       s.cfg.newOwner(),
 		Lease:       r.Lease,
 		TTL:         r.TTL,
 		Fingerprint: r.Fingerprint,
-		Waiter:      s.cfg.WakerID,
+		Waiter:      s.cfg.wakerID,
 	}
 	s.submit(o)
 }

@@ -17,7 +17,7 @@ import (
 // Set is the fixed set of shards of one runtime, with the actor system that
 // runs them. Keys map to shards with [keyshard.Index].
 type Set struct {
-	sys      *System
+	sys      *actorSystem
 	shards   []*Shard
 	cfg      *Config
 	started  atomic.Bool
@@ -53,7 +53,7 @@ func NewSet(ctx context.Context, n int, cfg Config) (*Set, error) {
 		return nil, err
 	}
 	var seq atomic.Uint64
-	cfg.NewOwner = func() string { return inst + "-" + strconv.FormatUint(seq.Add(1), 36) }
+	cfg.newOwner = func() string { return inst + "-" + strconv.FormatUint(seq.Add(1), 36) }
 	set := &Set{cfg: &cfg, done: make(chan struct{}), force: make(chan struct{})}
 	if observe := cfg.OnBatch; observe != nil {
 		// A batch still out after a Close that gave up on its deadline
@@ -71,9 +71,9 @@ func NewSet(ctx context.Context, n int, cfg Config) (*Set, error) {
 		if err != nil {
 			return nil, err
 		}
-		cfg.WakerID, set.stopWake = id, stop
+		cfg.wakerID, set.stopWake = id, stop
 	}
-	set.sys = NewSystem(cfg.Logger)
+	set.sys = newActorSystem(cfg.Logger)
 	set.shards = make([]*Shard, n)
 	for i := range set.shards {
 		set.shards[i] = newShard(set.cfg)
@@ -181,16 +181,6 @@ func (set *Set) Close(ctx context.Context) error {
 	}
 }
 
-// Stopped reports whether the shards have stopped (a Close is done).
-func (set *Set) Stopped() bool {
-	select {
-	case <-set.done:
-		return true
-	default:
-		return false
-	}
-}
-
 // errForced is the first Close's error when a later Close gave up first.
 var errForced = fmt.Errorf("idem: Close stopped waiting for running functions: a later Close's context ended first: %w", context.Canceled)
 
@@ -234,6 +224,6 @@ func (set *Set) close(ctx context.Context) error {
 	set.observeMu.Unlock()
 	set.closeErr = err // before done is closed: later calls read it after
 	close(set.done)
-	set.sys.Shutdown()
+	set.sys.shutdown()
 	return err
 }

@@ -26,11 +26,11 @@ type Config struct {
 	MaxPending   int          // per shard; 0: no limit
 	MaxBatch     int          // most operations in one store batch; 0: no limit
 	StoreTimeout time.Duration
-	// NewOwner returns a claim owner string unique across processes.
-	NewOwner func() string
-	// WakerID is this instance's id for store wake-ups ("" when the store
+	// newOwner returns a claim owner string unique across processes.
+	newOwner func() string
+	// wakerID is this instance's id for store wake-ups ("" when the store
 	// cannot wake).
-	WakerID string
+	wakerID string
 	// OnBatch, when set, is called on the shard's I/O worker after each
 	// store batch (never for an in-process store, never on the actor).
 	OnBatch func(BatchEvent)
@@ -143,7 +143,7 @@ func (s *Shard) Send(r *Request) bool {
 		s.sending.Add(-1)
 		return false
 	}
-	s.root.Send(s.pid, r)
+	s.root.Send(s.pid, (*requestMsg)(r))
 	s.sending.Add(-1)
 	return true
 }
@@ -157,7 +157,7 @@ func (s *Shard) shutDoor() {
 }
 
 // Finish hands an owner's result to the shard.
-func (s *Shard) Finish(f *Finish) { s.root.Send(s.pid, f) }
+func (s *Shard) Finish(f *Finish) { s.root.Send(s.pid, (*finishMsg)(f)) }
 
 // Abandon tells the shard that r's caller stopped waiting.
 func (s *Shard) Abandon(r *Request) { s.root.Send(s.pid, &abandon{req: r}) }
@@ -201,14 +201,20 @@ func (s *Shard) Lookup(key string, now time.Time) *Cached {
 
 func (s *Shard) send(msg any) { s.root.Send(s.pid, msg) }
 
+// shardActor is a Shard as protoactor sees it: its Receive stays out of
+// Shard's exported methods.
+type shardActor Shard
+
 // Receive handles one message on the shard's goroutine.
-func (s *Shard) Receive(c actor.Context) {
+func (a *shardActor) Receive(c actor.Context) { (*Shard)(a).receive(c) }
+
+func (s *Shard) receive(c actor.Context) {
 	defer s.recoverPanic(c.Message())
 	switch m := c.Message().(type) {
-	case *Request:
-		s.onRequest(m)
-	case *Finish:
-		s.onFinish(m)
+	case *requestMsg:
+		s.onRequest((*Request)(m))
+	case *finishMsg:
+		s.onFinish((*Finish)(m))
 	case *abandon:
 		s.onAbandon(m.req)
 	case *batchDone:
@@ -290,7 +296,7 @@ func (s *Shard) onClosing() {
 			s.reply(e.owner, Reply{Kind: Failed, Code: FailClosed})
 			e.owner.where = gone
 		case phRunning:
-			e.owner.stop(ErrClosing)
+			e.owner.stop(errClosing)
 		case phRemote:
 			s.deleteEntry(e)
 		}
@@ -316,13 +322,13 @@ func (s *Shard) onStopping() {
 	for _, e := range s.entries {
 		s.answerWaiters(e, closed)
 		if e.owner != nil {
-			e.owner.stop(ErrClosing)
+			e.owner.stop(errClosing)
 			s.reply(e.owner, closed)
 		}
 		s.deleteEntry(e)
 	}
 }
 
-// ErrClosing is the cause given to an owner's context when the runtime
+// errClosing is the cause given to an owner's context when the runtime
 // closes while its function runs.
-var ErrClosing = fmt.Errorf("%w: runtime closing", store.ErrClosed)
+var errClosing = fmt.Errorf("%w: runtime closing", store.ErrClosed)

@@ -10,15 +10,15 @@ import (
 	"github.com/idemrt/idem/mailbox"
 )
 
-// System is the protoactor actor system that hosts a runtime's shards.
-type System struct {
+// actorSystem is the protoactor actor system that hosts a runtime's shards.
+type actorSystem struct {
 	sys *actor.ActorSystem
 }
 
-// NewSystem creates an actor system whose own log lines go to logger at
+// newActorSystem creates an actor system whose own log lines go to logger at
 // warning level and above only (protoactor logs routine events at info).
 // A nil logger discards them.
-func NewSystem(logger *slog.Logger) *System {
+func newActorSystem(logger *slog.Logger) *actorSystem {
 	handler := slog.DiscardHandler
 	if logger != nil {
 		handler = minLevel{logger.Handler(), slog.LevelWarn}
@@ -28,7 +28,7 @@ func NewSystem(logger *slog.Logger) *System {
 		actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }),
 		actor.WithDeadLetterRequestLogging(false),
 	)
-	return &System{sys: sys}
+	return &actorSystem{sys: sys}
 }
 
 // resume keeps a shard's state when its Receive panics despite its own
@@ -53,9 +53,9 @@ func (d dispatcher) Schedule(fn func()) { d.w.Submit(fn) }
 func (d dispatcher) Throughput() int { return 300 }
 
 // spawn starts sh as an actor on its own worker goroutine.
-func (s *System) spawn(sh *Shard) {
+func (s *actorSystem) spawn(sh *Shard) {
 	sh.worker = mailbox.NewWorker()
-	props := actor.PropsFromProducer(func() actor.Actor { return sh },
+	props := actor.PropsFromProducer(func() actor.Actor { return (*shardActor)(sh) },
 		actor.WithDispatcher(dispatcher{sh.worker}),
 		actor.WithGuardian(resume))
 	sh.root = s.sys.Root
@@ -66,13 +66,13 @@ func (s *System) spawn(sh *Shard) {
 // message queued before the poison (a closing shard answers each request
 // at once), so no accepted request goes unanswered. A shard never blocks,
 // so this is quick; protoactor bounds it at 10s.
-func (s *System) stop(sh *Shard) {
+func (s *actorSystem) stop(sh *Shard) {
 	_ = s.sys.Root.PoisonFuture(sh.pid).Wait()
 	sh.worker.Stop()
 }
 
-// Shutdown releases the actor system.
-func (s *System) Shutdown() { s.sys.Shutdown() }
+// shutdown releases the actor system.
+func (s *actorSystem) shutdown() { s.sys.Shutdown() }
 
 // minLevel drops records below a level.
 type minLevel struct {

@@ -17,7 +17,7 @@ func (s *Shard) park(e *entry, r *Request) {
 // armSettle starts r's settle time, once, and makes sure e's settle timer
 // fires no later than r's deadline.
 func (s *Shard) armSettle(e *entry, r *Request) {
-	if !r.deadline.IsZero() || r.Settle <= 0 || r.Settle == Forever {
+	if !r.deadline.IsZero() || r.Settle <= 0 || r.Settle == forever {
 		return
 	}
 	r.deadline = s.now().Add(r.Settle)

@@ -1,5 +1,9 @@
 // Package keyshard maps idempotency keys to shards.
 //
+// It is the runtime's machinery, used by package actors to route keys and by
+// store/memstore to spread its locks: not an API for users of idem, and
+// without a compatibility promise.
+//
 // The hash is 64-bit FNV-1a with a fixed offset: the same key lands on the
 // same shard index in every process and every run, which keeps the routing
 // of a key reproducible in logs and benchmarks. It allocates nothing and
