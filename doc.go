@@ -15,7 +15,8 @@
 // # How it works
 //
 // Each key hashes to one of a fixed set of shard actors (package actors, on
-// protoactor-go), which serializes claim, complete and fail for its keys and
+// protoactor-go: the runtime's machinery, not an API), which serializes
+// claim, complete and release for its keys and
 // parks duplicate callers until the owner settles: they are woken by the
 // actor, never by polling. Completed results sit in a per-shard LRU in front
 // of the [store.Store]: in memory by default (store/memstore), shared across

@@ -112,18 +112,36 @@ func (rt *Runtime) Close(ctx context.Context) error {
 }
 
 // Stats is a snapshot of a runtime's counters.
-type Stats = actors.Stats
+type Stats struct {
+	Shards   int   // number of shards
+	InFlight int   // keys with callers in flight
+	Waiters  int   // callers parked on a key another caller runs
+	Pending  int   // callers admitted and not yet answered
+	Batches  int64 // store batches sent since start
+	Ops      int64 // store operations sent since start
+}
 
 // Stats returns the runtime's counters: keys in flight, parked callers,
 // pending callers, store batches and operations.
-func (rt *Runtime) Stats() Stats { return rt.set.Stats() }
+func (rt *Runtime) Stats() Stats { return Stats(rt.set.Stats()) }
 
 // ShardStats is a snapshot of one shard's counters.
-type ShardStats = actors.ShardStats
+type ShardStats struct {
+	InFlight int // keys with callers in flight
+	Waiters  int // callers parked on a key another caller runs
+	Pending  int // callers admitted and not yet answered (against Options.MaxPending)
+}
 
 // ShardStats returns each shard's counters, by shard index: keys in
 // flight, parked callers, pending callers (against Options.MaxPending).
-func (rt *Runtime) ShardStats() []ShardStats { return rt.set.ShardStats() }
+func (rt *Runtime) ShardStats() []ShardStats {
+	shards := rt.set.ShardStats()
+	out := make([]ShardStats, len(shards))
+	for i, st := range shards {
+		out[i] = ShardStats(st)
+	}
+	return out
+}
 
 // warnOverload logs an overload at most once a second.
 func (rt *Runtime) warnOverload(key string) {
