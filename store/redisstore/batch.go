@@ -1,0 +1,163 @@
+package redisstore
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/idemrt/idem/store"
+)
+
+// call is one op turned into a script call.
+type call struct {
+	op   *store.Op
+	sc   *redis.Script
+	keys []string
+	args []any
+	cmd  *redis.Cmd
+	// unsure is set once a reply of the call was lost: a copy of it may
+	// have run (see Store.repeat).
+	unsure bool
+}
+
+// prepare validates op and builds its script call; it sets op.Err and
+// returns false for an op that must not reach Redis.
+func (s *Store) prepare(op *store.Op) (call, bool) {
+	op.Err = nil
+	if err := store.ValidateKey(op.Key); err != nil {
+		op.Err = err
+		return call{}, false
+	}
+	c := call{op: op, keys: s.keys(op.Key)}
+	switch op.Kind {
+	case store.OpClaim:
+		r := op.Claim
+		if r.Owner == "" {
+			op.Err = fmt.Errorf("%w: empty owner", store.ErrInvalidArgument)
+		} else if op.Err = store.CheckDuration("lease", r.Lease); op.Err == nil {
+			op.Err = store.CheckDuration("ttl", r.TTL)
+		}
+		waiter := ""
+		if r.Waiter != "" {
+			waiter = r.Waiter + ":" + op.Key
+		}
+		c.sc, c.args = claimScript, []any{r.Owner, ms(r.Lease), ms(r.TTL), r.Fingerprint, waiter}
+	case store.OpComplete:
+		op.Err = store.CheckDuration("ttl", op.TTL)
+		st, res := "c", op.Record.Value
+		if op.Record.Failed {
+			st, res = "f", []byte(op.Record.Error)
+		}
+		c.sc, c.args = finishScript, []any{op.Token.Owner, op.Token.Fence, st, res, op.Record.Fingerprint, ms(op.TTL), s.inbox}
+	case store.OpRelease:
+		c.sc, c.args = finishScript, []any{op.Token.Owner, op.Token.Fence, "r", "", "", 0, s.inbox}
+	case store.OpRenew:
+		op.Err = store.CheckDuration("lease", op.Lease)
+		c.sc, c.args = renewScript, []any{op.Token.Owner, op.Token.Fence, ms(op.Lease)}
+	case store.OpGet:
+		c.sc = getScript
+	case store.OpForget:
+		c.sc = forgetScript
+	default:
+		op.Err = fmt.Errorf("%w: unknown op %v", store.ErrInvalidArgument, op.Kind)
+	}
+	return c, op.Err == nil
+}
+
+// Batch implements [store.Batcher]: all ops go out in one pipeline. Ops
+// that meet NOSCRIPT (a node restarted or failed over and lost its script
+// cache) are sent again once the scripts are loaded again. go-redis never
+// re-sends an op whose reply was lost (a read timeout, a dropped
+// connection), whatever the client's MaxRetries. The store itself sends
+// again, a few times while ctx lasts, a Claim, a Renew or a Get whose
+// reply was lost, and any op that Redis refused before running it
+// (TRYAGAIN, LOADING, CLUSTERDOWN and the like); for a Complete, a Release or
+// a Forget whose reply was lost, the lost reply's error is the op's error.
+func (s *Store) Batch(ctx context.Context, ops []*store.Op) {
+	if s.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, s.timeout)
+		defer cancel()
+	}
+	calls := make([]call, 0, len(ops))
+	for _, op := range ops {
+		if c, ok := s.prepare(op); ok {
+			calls = append(calls, c)
+		}
+	}
+	if len(calls) == 0 {
+		return
+	}
+	sent := time.Now()
+	s.run(ctx, calls)
+	s.repeat(ctx, calls, sent)
+	now := time.Now()
+	for _, c := range calls {
+		s.decode(c, now)
+	}
+}
+
+// run sends calls in one pipeline, then sends those that met NOSCRIPT once
+// more after loading the scripts. A NOSCRIPT reply means that the script
+// did not run, so sending it again runs it once.
+func (s *Store) run(ctx context.Context, calls []call) {
+	s.exec(ctx, calls)
+	var at []int
+	for i, c := range calls {
+		if err := c.cmd.Err(); err != nil && isNoScript(err) {
+			at = append(at, i)
+		}
+	}
+	if len(at) > 0 && s.loadScripts(ctx) == nil {
+		sub := pick(calls, at)
+		s.exec(ctx, sub)
+		keep(calls, at, sub)
+	}
+}
+
+// exec sends calls in one pipeline.
+func (s *Store) exec(ctx context.Context, calls []call) {
+	pipe := s.c.Pipeline()
+	for i := range calls {
+		c := &calls[i]
+		c.cmd = evalSha(ctx, c.sc, c.keys, c.args)
+		_ = pipe.Process(ctx, noRetry{c.cmd})
+	}
+	_, _ = pipe.Exec(ctx) // errors are read per command
+}
+
+// evalSha builds the EVALSHA call of sc, as sc.EvalSha does.
+func evalSha(ctx context.Context, sc *redis.Script, keys []string, args []any) *redis.Cmd {
+	a := make([]any, 0, 3+len(keys)+len(args))
+	a = append(a, "evalsha", sc.Hash(), len(keys))
+	for _, k := range keys {
+		a = append(a, k)
+	}
+	a = append(a, args...)
+	cmd := redis.NewCmd(ctx, a...)
+	cmd.SetFirstKeyPos(3)
+	return cmd
+}
+
+// noRetry is a script call that go-redis must not send again once it may
+// have reached Redis. A pipeline (of a Client or a ClusterClient) that
+// holds a command whose NoRetry is true is not re-sent after a read
+// timeout or a dropped connection, whatever the client's MaxRetries: the
+// call may have run, and when another client's call runs between the two
+// copies, the second copy answers for the state it finds, not for what the
+// first one did. A MOVED or ASK reply still sends the call on to the node
+// that holds the key (it did not run), and NOSCRIPT is handled by
+// [Store.run].
+type noRetry struct{ *redis.Cmd }
+
+// NoRetry implements redis.Cmder: the call is never re-sent by go-redis.
+func (noRetry) NoRetry() bool { return true }
+
+func isNoScript(err error) bool { return strings.HasPrefix(err.Error(), "NOSCRIPT") }
+
+// ms turns a duration into whole milliseconds, rounding up so that no
+// positive duration becomes zero.
+func ms(d time.Duration) int64 { return int64((d + time.Millisecond - 1) / time.Millisecond) }

@@ -1,0 +1,145 @@
+package redisstore
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/idemrt/idem/store"
+)
+
+// decode turns a script's reply into op's result. A reply the op's script
+// never sends is a *CorruptError, never read as the nearest outcome.
+func (s *Store) decode(c call, now time.Time) {
+	op := c.op
+	vals, err := c.cmd.Slice()
+	if err != nil {
+		op.Err = err
+		return
+	}
+	r := reply{vals: vals}
+	code := r.int(0)
+	if code == -1 {
+		op.Err = c.corrupt(r.str(1))
+		return
+	}
+	if r.err != nil { // no code: never read it as 0 (lease lost, not found)
+		op.Err = c.corrupt(r.err.Error())
+		return
+	}
+	var known bool
+	switch op.Kind {
+	case store.OpClaim:
+		known = decodeClaim(op, &r, code, now)
+	case store.OpComplete:
+		known = decodeComplete(op, &r, code, now)
+	case store.OpRelease, store.OpRenew:
+		known = decodeFenced(op, code)
+	case store.OpGet:
+		known = decodeGet(op, &r, code, now)
+	case store.OpForget:
+		known = decodeForget(op, code)
+	}
+	if !known {
+		r.err = fmt.Errorf("unexpected %v reply %v", op.Kind, vals)
+	}
+	if r.err != nil && op.Err == nil {
+		op.Err = c.corrupt(r.err.Error())
+	}
+}
+
+// corrupt returns the *CorruptError of c's record.
+func (c call) corrupt(reason string) error {
+	return &CorruptError{Key: c.op.Key, RedisKey: c.keys[0], Reason: reason}
+}
+
+// The decoders of each script's reply codes (see scripts.go) set op's
+// result or error, and report false for a code the script never sends.
+
+func decodeClaim(op *store.Op, r *reply, code int64, now time.Time) bool {
+	switch code {
+	case 1:
+		op.Result = store.ClaimResult{Status: store.Claimed,
+			Token:     store.Token{Fence: r.uint(1), Owner: op.Claim.Owner},
+			LeaseLeft: r.millis(2), Takeover: r.int(3) == 1}
+	case 2:
+		op.Result = store.ClaimResult{Status: store.Completed, Record: r.record(1, now)}
+	case 3:
+		op.Result = store.ClaimResult{Status: store.InProgress,
+			LeaseLeft: r.millis(1),
+			Token:     store.Token{Fence: r.uint(2)}, Fingerprint: r.bytes(3)}
+	default:
+		return false
+	}
+	return true
+}
+
+func decodeComplete(op *store.Op, r *reply, code int64, now time.Time) bool {
+	switch code {
+	case 1:
+		op.Result.Record = store.Record{Value: op.Record.Value, Failed: op.Record.Failed, Error: op.Record.Error,
+			Fingerprint: op.Record.Fingerprint, Token: op.Token, CreatedAt: now, ExpiresAt: now.Add(op.TTL)}
+		if op.Record.Failed {
+			op.Result.Record.Value = nil
+		} else {
+			op.Result.Record.Error = ""
+		}
+	case 2:
+		// A replay: what is stored, with this token.
+		rec := store.Record{Failed: r.failed(1), Fingerprint: r.bytes(3), Token: op.Token}
+		r.result(&rec, 2)
+		rec.CreatedAt, rec.ExpiresAt = r.times(4, 5, 6, now)
+		op.Result.Record = rec
+	case 0:
+		op.Err = store.ErrLeaseLost
+	default:
+		return false
+	}
+	return true
+}
+
+// decodeFenced reads the reply of a Release or a Renew.
+func decodeFenced(op *store.Op, code int64) bool {
+	switch code {
+	case 1:
+	case 0:
+		op.Err = store.ErrLeaseLost
+	default:
+		return false
+	}
+	return true
+}
+
+func decodeGet(op *store.Op, r *reply, code int64, now time.Time) bool {
+	switch code {
+	case 2:
+		op.Result.Record = r.record(1, now)
+	case 0:
+		op.Err = store.ErrNotFound
+	default:
+		return false
+	}
+	return true
+}
+
+func decodeForget(op *store.Op, code int64) bool {
+	switch code {
+	case 1:
+	case 3:
+		op.Err = store.ErrInProgress
+	default:
+		return false
+	}
+	return true
+}
+
+// CorruptError reports a record in Redis that the store cannot read: a
+// field missing or garbled (written by hand, or by something else).
+type CorruptError struct {
+	Key      string // the key as given to the store
+	RedisKey string // the record's hash in Redis
+	Reason   string
+}
+
+func (e *CorruptError) Error() string {
+	return fmt.Sprintf("redisstore: record %s of key %q is corrupt: %s", e.RedisKey, e.Key, e.Reason)
+}

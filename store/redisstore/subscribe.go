@@ -1,0 +1,75 @@
+package redisstore
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// subscription is one inbox subscription.
+type subscription struct {
+	ps   *redis.PubSub
+	done chan struct{}
+	once sync.Once
+}
+
+// Subscribe implements [store.Waker]: it subscribes to a new inbox channel
+// and calls fn with the key of each wake-up, and with "" after every
+// resubscription (messages may have been lost during the reconnect).
+func (s *Store) Subscribe(ctx context.Context, fn func(key string)) (string, func(), error) {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", nil, err
+	}
+	id := hex.EncodeToString(b[:])
+	ps := s.c.Subscribe(ctx, s.inbox+id)
+	if _, err := ps.Receive(ctx); err != nil {
+		ps.Close()
+		return "", nil, fmt.Errorf("redisstore: subscribe: %w", err)
+	}
+	sub := &subscription{ps: ps, done: make(chan struct{})}
+	ch := ps.ChannelWithSubscriptions()
+	go func() {
+		defer close(sub.done)
+		for m := range ch {
+			switch m := m.(type) {
+			case *redis.Message:
+				fn(m.Payload)
+			case *redis.Subscription:
+				if m.Kind == "subscribe" {
+					fn("") // resubscribed after a reconnect: check every wait
+				}
+			}
+		}
+	}()
+	s.mu.Lock()
+	s.subs = append(s.subs, sub)
+	s.mu.Unlock()
+	return id, sub.stop, nil
+}
+
+// stop closes the subscription and waits until fn is no longer called. It
+// is idempotent.
+func (sub *subscription) stop() {
+	sub.once.Do(func() {
+		_ = sub.ps.Close()
+		<-sub.done
+	})
+}
+
+// Close ends every subscription the store made; it does not close the
+// client, which belongs to the caller.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	subs := s.subs
+	s.subs = nil
+	s.mu.Unlock()
+	for _, sub := range subs {
+		sub.stop()
+	}
+	return nil
+}
