@@ -98,55 +98,75 @@ func (m *Middleware) Handler(next http.Handler) http.Handler {
 }
 
 func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Handler) {
-	if !m.methods[r.Method] {
-		next.ServeHTTP(w, r)
-		return
-	}
-	values := r.Header.Values(HeaderKey)
+	key, pass, err := m.keyOf(r)
 	switch {
-	case len(values) == 0 && m.o.Optional:
-		next.ServeHTTP(w, r)
-		return
-	case len(values) == 0:
-		m.fail(w, r, ErrMissingKey)
-		return
-	case len(values) > 1:
-		m.fail(w, r, fmt.Errorf("%w: %d Idempotency-Key headers; send one", ErrMalformedKey, len(values)))
-		return
-	}
-	key, err := ParseKey(values[0])
-	if err != nil {
+	case err != nil:
 		m.fail(w, r, err)
 		return
+	case pass:
+		next.ServeHTTP(w, r)
+		return
 	}
-	tenant := ""
+	k := &keyed{key: key}
 	if m.o.Tenant != nil {
-		tenant = m.o.Tenant(r)
+		k.tenant = m.o.Tenant(r)
 	}
-	scoped := store.BuildKey(key, store.Scope{Namespace: tenant, Version: m.o.Version})
-	if held, _ := r.Context().Value(heldKey{}).(held); held.rt == m.rt && held.key == scoped {
+	k.scoped = store.BuildKey(key, store.Scope{Namespace: k.tenant, Version: m.o.Version})
+	if held, _ := r.Context().Value(heldKey{}).(held); held.rt == m.rt && held.key == k.scoped {
 		// Wrapped twice on one route: the outer layer holds the key and
 		// handles it; this one only passes the request on.
 		next.ServeHTTP(w, r)
 		return
 	}
-	if err := store.ValidateKey(scoped); err != nil {
-		m.fail(w, r, fmt.Errorf("httpidem: tenant %q: %w", tenant, err))
+	if err := store.ValidateKey(k.scoped); err != nil {
+		m.fail(w, r, fmt.Errorf("httpidem: tenant %q: %w", k.tenant, err))
 		return
 	}
-	body, err := m.readBody(w, r)
-	if err != nil {
+	if k.body, err = m.readBody(w, r); err != nil {
 		m.fail(w, r, err)
 		return
 	}
+	m.once(w, r, next, k)
+}
 
-	req := r.Clone(context.WithValue(r.Context(), heldKey{}, held{rt: m.rt, key: scoped}))
+// keyed is a request that runs once per key: its Idempotency-Key, tenant,
+// scoped idem key and body.
+type keyed struct {
+	key, tenant, scoped string
+	body                []byte
+}
+
+// keyOf returns the request's Idempotency-Key. pass is true for a request
+// the middleware lets through untouched: one whose method it does not apply
+// to, or one without a key when Options.Optional.
+func (m *Middleware) keyOf(r *http.Request) (key string, pass bool, err error) {
+	if !m.methods[r.Method] {
+		return "", true, nil
+	}
+	values := r.Header.Values(HeaderKey)
+	switch {
+	case len(values) == 0 && m.o.Optional:
+		return "", true, nil
+	case len(values) == 0:
+		return "", false, ErrMissingKey
+	case len(values) > 1:
+		return "", false, fmt.Errorf("%w: %d Idempotency-Key headers; send one", ErrMalformedKey, len(values))
+	}
+	key, err = ParseKey(values[0])
+	return key, false, err
+}
+
+// once runs next under idem.Do on the request's key and answers the
+// request: with the response of its own run, the stored or awaited response
+// of another, or an error.
+func (m *Middleware) once(w http.ResponseWriter, r *http.Request, next http.Handler, k *keyed) {
+	req := r.Clone(context.WithValue(r.Context(), heldKey{}, held{rt: m.rt, key: k.scoped}))
 	base := w.Header().Clone() // what outer middleware set: the handler sees it, the record does not
 	var how idem.Outcome
 	opts := append(m.opts[:len(m.opts):len(m.opts)],
-		idem.WithFingerprint(fingerprint(r, tenant, body)), idem.WithOutcome(&how))
-	resp, err := idem.Do(req.Context(), m.rt, scoped, func(ctx context.Context) (*response, error) {
-		return m.run(ctx, req, body, next, key, tenant, base)
+		idem.WithFingerprint(fingerprint(r, k.tenant, k.body)), idem.WithOutcome(&how))
+	resp, err := idem.Do(req.Context(), m.rt, k.scoped, func(ctx context.Context) (*response, error) {
+		return m.run(ctx, req, next, k, base)
 	}, opts...)
 	if err == nil {
 		resp.write(w, how != idem.Executed)
@@ -178,17 +198,18 @@ type held struct {
 
 // run is idem.Do's function: it runs the handler against a recorder and
 // says whether its response is to be stored.
-func (m *Middleware) run(ctx context.Context, req *http.Request, body []byte, next http.Handler, key, tenant string, base http.Header) (*response, error) {
+func (m *Middleware) run(ctx context.Context, req *http.Request, next http.Handler, k *keyed, base http.Header) (*response, error) {
 	req = req.WithContext(ctx)
-	req.Body, req.GetBody = bodyReader(body), func() (io.ReadCloser, error) { return bodyReader(body), nil }
-	req.ContentLength, req.TransferEncoding = int64(len(body)), nil
+	req.Body, req.GetBody = bodyReader(k.body), func() (io.ReadCloser, error) { return bodyReader(k.body), nil }
+	req.ContentLength, req.TransferEncoding = int64(len(k.body)), nil
 	rec := newRecorder(base)
 	defer func() {
-		// Logged here, by the run itself: its own request may be gone.
+		// Logged here, by the run itself: once its client has left, its
+		// own request's call may answer with the context's error instead.
 		if p := recover(); p != nil {
 			if p != http.ErrAbortHandler {
 				m.o.Logger.Error("httpidem: handler panicked; the key is released",
-					"key", key, "tenant", tenant, "method", req.Method, "path", req.URL.Path,
+					"key", k.key, "tenant", k.tenant, "method", req.Method, "path", req.URL.Path,
 					"panic", fmt.Sprint(p), "stack", string(debug.Stack()))
 			}
 			panic(p)
@@ -201,7 +222,7 @@ func (m *Middleware) run(ctx context.Context, req *http.Request, body []byte, ne
 		return nil, &unstored{resp: resp, reason: "StoreStatus refuses it"}
 	case len(resp.Body) > m.o.MaxStoredBody:
 		m.o.Logger.Warn("httpidem: response body too large to store; the key is released, so a retry runs the handler again",
-			"key", key, "tenant", tenant, "method", req.Method, "path", req.URL.Path,
+			"key", k.key, "tenant", k.tenant, "method", req.Method, "path", req.URL.Path,
 			"status", resp.Status, "bytes", len(resp.Body), "limit", m.o.MaxStoredBody)
 		return nil, &unstored{resp: resp, reason: fmt.Sprintf("body of %d bytes, over MaxStoredBody %d", len(resp.Body), m.o.MaxStoredBody)}
 	}

@@ -97,40 +97,65 @@ const (
 	defaultVersion = "http"
 )
 
-// resolve fills in defaults and rejects invalid values.
+// resolve rejects invalid values and fills in the defaults.
 func (o Options) resolve() (Options, error) {
-	bad := func(format string, args ...any) (Options, error) {
-		return o, fmt.Errorf("%w: httpidem: Options.%s", idem.ErrInvalidArgument, fmt.Sprintf(format, args...))
+	if err := o.validate(); err != nil {
+		return o, err
 	}
+	return o.withDefaults(), nil
+}
+
+// validate rejects negative or too long durations, negative sizes and
+// methods that cannot match.
+func (o Options) validate() error {
 	for _, d := range []struct {
 		name string
 		v    time.Duration
 	}{{"Settle", o.Settle}, {"TTL", o.TTL}, {"Lease", o.Lease}} {
 		if d.v < 0 {
-			return bad("%s is %v; it must not be negative (zero means the default)", d.name, d.v)
+			return invalid("%s is %v; it must not be negative (zero means the default)", d.name, d.v)
 		}
 		if d.v > store.MaxDuration {
-			return bad("%s is %v; it must be at most %v", d.name, d.v, store.MaxDuration)
+			return invalid("%s is %v; it must be at most %v", d.name, d.v, store.MaxDuration)
 		}
 	}
 	if o.MaxRequestBody < 0 {
-		return bad("MaxRequestBody is %d; it must not be negative (zero means the default)", o.MaxRequestBody)
+		return invalid("MaxRequestBody is %d; it must not be negative (zero means the default)", o.MaxRequestBody)
 	}
 	if o.MaxStoredBody < 0 {
-		return bad("MaxStoredBody is %d; it must not be negative (zero means the default)", o.MaxStoredBody)
+		return invalid("MaxStoredBody is %d; it must not be negative (zero means the default)", o.MaxStoredBody)
 	}
 	for _, m := range o.Methods {
-		if m == "" || strings.ContainsFunc(m, func(r rune) bool { return r <= ' ' || r > '~' }) {
-			return bad("Methods holds %q, which is not a method", m)
-		}
-		switch up := strings.ToUpper(m); up {
-		case http.MethodPost, http.MethodPatch, http.MethodPut, http.MethodDelete, http.MethodGet:
-			if up != m {
-				// Methods are case-sensitive: "post" would never match.
-				return bad("Methods holds %q; methods are case-sensitive (did you mean %q?)", m, up)
-			}
+		if err := checkMethod(m); err != nil {
+			return err
 		}
 	}
+	return nil
+}
+
+// checkMethod rejects a method that is not a token, and a standard method
+// in the wrong case.
+func checkMethod(m string) error {
+	if m == "" || strings.ContainsFunc(m, func(r rune) bool { return r <= ' ' || r > '~' }) {
+		return invalid("Methods holds %q, which is not a method", m)
+	}
+	switch up := strings.ToUpper(m); up {
+	case http.MethodPost, http.MethodPatch, http.MethodPut, http.MethodDelete, http.MethodGet:
+		if up != m {
+			// Methods are case-sensitive: "post" would never match.
+			return invalid("Methods holds %q; methods are case-sensitive (did you mean %q?)", m, up)
+		}
+	}
+	return nil
+}
+
+// invalid is the error of an invalid option.
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("%w: httpidem: Options.%s", idem.ErrInvalidArgument, fmt.Sprintf(format, args...))
+}
+
+// withDefaults fills in the default of every field left zero.
+func (o Options) withDefaults() Options {
 	if len(o.Methods) == 0 {
 		o.Methods = []string{http.MethodPost, http.MethodPatch}
 	}
@@ -158,5 +183,5 @@ func (o Options) resolve() (Options, error) {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	return o, nil
+	return o
 }

@@ -41,9 +41,11 @@ var unkept = []string{
 }
 
 // recorder is the ResponseWriter the handler writes to: the handler runs
-// inside idem.Do's function, possibly on another goroutine and possibly
-// after its own request has returned, so it never touches the real writer.
-// Every caller then writes the recorded response to its own writer.
+// inside idem.Do's function (on its request's goroutine, see
+// idem.WithOwnerWaits in New), and only once it has returned is it known
+// whether its response is stored, so it never touches the real writer.
+// Every caller then writes the recorded response to its own writer, the
+// handler's own request included.
 //
 // Like net/http, it takes the headers as they are at the first WriteHeader
 // (or Write); later changes to Header() are ignored. 1xx informational
