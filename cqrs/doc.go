@@ -17,10 +17,10 @@
 //
 // # Idempotency
 //
-// [Idempotency] is the behaviour that makes commands idempotent (DESIGN.md
-// §7–8). It takes the request id and tenant from the context ([WithRequestID],
-// [WithTenant], or [ContextFromHeaders] for an HTTP request) and, for a
-// command:
+// [Idempotency] is the behaviour that makes commands idempotent
+// (docs/cqrs.md has the whole table). It takes the request id and tenant
+// from the context ([WithRequestID], [WithTenant], or [ContextFromHeaders]
+// for an HTTP request) and, for a command:
 //
 //   - if the command was processed, returns the stored result without
 //     calling the handler;
@@ -32,8 +32,12 @@
 //     lock, so a retry runs the handler again. A panic does the same and
 //     reaches the caller as an *idem.PanicError.
 //
-// The lock is an idem lease of LockTTL (default 60s), renewed while the
-// handler runs: the lock of a holder that crashed expires by itself.
+// The lock is an idem lease of LockTTL (default 60s) that is not renewed: a
+// lock with a TTL. A holder that has not finished within it, crashed or
+// hung in a live process, is taken over by the next dispatch, and its own
+// late result is refused with idem.ErrLeaseLost. The command bus keeps its
+// domain's words: LockTTL is idem's lease (a hard one, [idem.WithoutRenewal])
+// and ProcessedTTL idem's result TTL ([idem.WithTTL]).
 // Queries pass through untouched. A command without a request id fails with
 // [ErrNoRequestID], unless IdempotencyOptions.Optional lets it run without
 // idempotency.

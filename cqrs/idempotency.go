@@ -23,15 +23,16 @@ type IdempotencyOptions struct {
 	// closed by Close.
 	Runtime *idem.Runtime
 
-	// LockTTL is how long a command's lock holds. It is not renewed: a
-	// holder that has not finished within it (crashed, or hung in a live
-	// process) is taken over by the next dispatch, and its own late result
-	// is refused with idem.ErrLeaseLost. Set it above the longest a handler
-	// may take.
+	// LockTTL is how long a command's lock holds: idem's lease, as a hard
+	// limit (idem.WithoutRenewal). It is not renewed: a holder that has not
+	// finished within it (crashed, or hung in a live process) is taken over
+	// by the next dispatch, and its own late result is refused with
+	// idem.ErrLeaseLost. Set it above the longest a handler may take.
 	// Default: 60s.
 	LockTTL time.Duration
 
-	// ProcessedTTL is how long a command's result is kept and replayed.
+	// ProcessedTTL is how long a command's result is kept and replayed:
+	// idem's result TTL (idem.WithTTL).
 	// Default: 24h.
 	ProcessedTTL time.Duration
 
