@@ -180,7 +180,7 @@ func (s *Shard) onForget(m *forget) {
 		s.cache.Remove(m.key)
 	}
 	o := s.newOp(nil)
-	o.fgt, o.Kind, o.Key = m, store.OpForget, m.key
+	o.forget, o.Kind, o.Key = m, store.OpForget, m.key
 	s.submit(o)
 }
 

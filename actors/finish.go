@@ -38,7 +38,6 @@ func (s *Shard) onFinish(f *Finish) {
 	}
 	if e.lost {
 		s.reply(r, Reply{Kind: Failed, Code: FailLeaseLost, Op: store.OpRenew, Err: store.ErrLeaseLost})
-		e.owner = nil
 		s.restart(e)
 		return
 	}
@@ -75,10 +74,10 @@ func (s *Shard) release(e *entry, ownerReply Reply) {
 	e.ownerReply = ownerReply
 	e.backoff = 0
 	s.timers.cancel(&e.timer)
-	s.sendFail(e)
+	s.sendRelease(e)
 }
 
-func (s *Shard) sendFail(e *entry) {
+func (s *Shard) sendRelease(e *entry) {
 	o := s.newOp(e)
 	o.Kind, o.Key, o.Token = store.OpRelease, e.key, e.token
 	s.submit(o)
@@ -150,7 +149,6 @@ func (s *Shard) stored(e *entry, c *Cached, err error) {
 		owner.where = nowhere
 	}
 	if errors.Is(err, store.ErrLeaseLost) || s.closing || !s.now().Before(e.leaseAt.Add(e.lease)) {
-		e.owner, e.fin = nil, nil
 		s.restart(e)
 		return
 	}

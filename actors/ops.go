@@ -11,8 +11,8 @@ import (
 // op is a store operation with what the shard needs to route its result.
 type op struct {
 	store.Op
-	e   *entry
-	fgt *forget
+	e      *entry
+	forget *forget
 	// sent is when the shard submitted the op. A lease granted or renewed
 	// by it is counted from then: the store started it no earlier, so the
 	// shard never believes in a lease the store has already ended.
@@ -78,11 +78,11 @@ func (s *Shard) flush(batch []*op) {
 	for i, o := range batch {
 		ops[i] = &o.Op
 	}
-	st, observe := s.cfg.Store, s.cfg.OnBatch
+	storage, observe := s.cfg.Store, s.cfg.OnBatch
 	s.io.Submit(func() {
 		ctx, cancel := s.storeContext()
 		start := time.Now()
-		store.Run(ctx, st, ops)
+		store.Run(ctx, storage, ops)
 		took := time.Since(start)
 		cancel()
 		var ev BatchEvent
@@ -112,8 +112,8 @@ func (s *Shard) onBatch(batch []*op) {
 // handle routes a finished operation to its entry, then frees it.
 func (s *Shard) handle(o *op) {
 	defer s.freeOp(o)
-	if o.fgt != nil {
-		o.fgt.reply <- o.Err
+	if o.forget != nil {
+		o.forget.reply <- o.Err
 		return
 	}
 	e := o.e
@@ -171,7 +171,7 @@ func (s *Shard) onTimer(it *timerItem) {
 		}
 	case timerReclaim:
 		if e := it.e; e.phase == phRemote {
-			s.reclaim(e)
+			s.restart(e)
 		}
 	case timerLeaseEnd:
 		if e := it.e; s.entries[e.key] == e && s.leaseEnded(e) {
@@ -182,7 +182,7 @@ func (s *Shard) onTimer(it *timerItem) {
 		case phFinishing:
 			s.complete(e)
 		case phReleasing:
-			s.sendFail(e)
+			s.sendRelease(e)
 		}
 	}
 }

@@ -27,85 +27,105 @@ func (s *Shard) claim(e *entry) {
 	s.submit(o)
 }
 
+// claimed handles the answer to e's Claim: the key is its candidate's now,
+// or it has a result, or another instance holds it.
 func (s *Shard) claimed(e *entry, o *op) {
 	cand := e.owner
 	e.owner = nil
 	if o.Err != nil {
 		s.warnStore("claim", e.key, o.Err)
-		rep := Reply{Kind: Failed, Code: FailStore, Op: store.OpClaim, Err: o.Err}
-		s.reply(cand, rep)
-		s.answerWaiters(e, rep)
-		s.deleteEntry(e)
+		s.claimFailed(e, cand, o.Err)
 		return
 	}
-	res := o.Result
-	switch res.Status {
+	switch res := &o.Result; res.Status {
 	case store.Completed:
-		if !s.now().Before(res.Record.ExpiresAt) && !e.askedAgain {
-			// The record ended while the answer was on its way: callers
-			// that came since never saw it live. Ask once more (the store
-			// now finds the key absent, or a new run's record).
-			e.askedAgain = true
-			if cand.where == candidate {
-				e.owner = cand
-				s.claim(e)
-			} else {
-				s.restart(e)
-			}
-			return
-		}
-		c := &Cached{Record: res.Record}
-		s.remember(e.key, c)
-		s.reply(cand, Reply{Kind: Settled, Result: c, Joined: e.waited})
-		s.answerWaiters(e, Reply{Kind: Settled, Result: c, Joined: e.waited})
-		s.deleteEntry(e)
+		s.claimFoundResult(e, cand, res.Record)
 	case store.Claimed:
-		e.token, e.lease, e.leaseAt = res.Token, o.Claim.Lease, o.sent
-		e.fp = nil
-		if cand.where != candidate || s.closing {
-			// The candidate left (or the runtime is closing): the claim
-			// carries its fingerprint and lease, so it is released, and the
-			// next waiter claims with its own.
-			if s.closing {
-				s.answerWaiters(e, Reply{Kind: Failed, Code: FailClosed})
-			}
-			s.release(e, Reply{})
-			return
-		}
-		s.grant(e, cand)
+		s.claimGranted(e, cand, o)
 	case store.InProgress:
-		e.phase = phRemote
-		e.waited = true
-		e.token, e.fp = res.Token, res.Fingerprint
-		e.left, e.leaseAt = res.LeaseLeft, s.now()
-		if cand.where == candidate {
-			cand.where = parked
-			e.waiters = append(e.waiters, nil)
-			copy(e.waiters[1:], e.waiters)
-			e.waiters[0] = cand
-			s.armSettle(e, cand)
-			s.nWaiters.Add(1)
-		}
-		s.filter(e)
-		if cand.where == parked {
-			cand.waited = true // it stays: it waits for the other instance
-		}
-		if len(e.waiters) == 0 {
-			s.deleteEntry(e)
-			return
-		}
-		if e.woken {
-			// The key settled while this claim was out: ask again now.
-			e.backoff = 0
-			s.reclaim(e)
-			return
-		}
-		s.scheduleReclaim(e)
+		s.claimFoundHolder(e, cand, res)
 	default:
-		rep := Reply{Kind: Failed, Code: FailStore, Op: store.OpClaim, Err: errors.New("store returned an unknown claim status")}
-		s.reply(cand, rep)
-		s.answerWaiters(e, rep)
+		s.claimFailed(e, cand, errors.New("store returned an unknown claim status"))
+	}
+}
+
+// claimFailed gives the candidate and every waiter err, and forgets e.
+func (s *Shard) claimFailed(e *entry, cand *Request, err error) {
+	rep := Reply{Kind: Failed, Code: FailStore, Op: store.OpClaim, Err: err}
+	s.reply(cand, rep)
+	s.answerWaiters(e, rep)
+	s.deleteEntry(e)
+}
+
+// claimFoundResult gives the candidate and every waiter the key's result.
+func (s *Shard) claimFoundResult(e *entry, cand *Request, rec store.Record) {
+	if !s.now().Before(rec.ExpiresAt) && !e.askedAgain {
+		// The record ended while the answer was on its way: callers that
+		// came since never saw it live. Ask once more (the store now finds
+		// the key absent, or a new run's record).
+		e.askedAgain = true
+		if cand.where == candidate {
+			e.owner = cand
+			s.claim(e)
+		} else {
+			s.restart(e)
+		}
+		return
+	}
+	c := &Cached{Record: rec}
+	s.remember(e.key, c)
+	rep := Reply{Kind: Settled, Result: c, Joined: e.waited}
+	s.reply(cand, rep)
+	s.answerWaiters(e, rep)
+	s.deleteEntry(e)
+}
+
+// claimGranted grants the key to the candidate whose claim the store
+// granted, if it still waits.
+func (s *Shard) claimGranted(e *entry, cand *Request, o *op) {
+	e.token, e.lease, e.leaseAt = o.Result.Token, o.Claim.Lease, o.sent
+	e.fp = nil
+	if cand.where != candidate || s.closing {
+		// The candidate left (or the runtime is closing): the claim
+		// carries its fingerprint and lease, so it is released, and the
+		// next waiter claims with its own.
+		if s.closing {
+			s.answerWaiters(e, Reply{Kind: Failed, Code: FailClosed})
+		}
+		s.release(e, Reply{})
+		return
+	}
+	s.grant(e, cand)
+}
+
+// claimFoundHolder parks the candidate, first in line, behind the other
+// instance that holds the key, and arms the re-claim.
+func (s *Shard) claimFoundHolder(e *entry, cand *Request, res *store.ClaimResult) {
+	e.phase = phRemote
+	e.waited = true
+	e.token, e.fp = res.Token, res.Fingerprint
+	e.left, e.leaseAt = res.LeaseLeft, s.now()
+	if cand.where == candidate {
+		cand.where = parked
+		e.waiters = append(e.waiters, nil)
+		copy(e.waiters[1:], e.waiters)
+		e.waiters[0] = cand
+		s.armSettle(e, cand)
+		s.nWaiters.Add(1)
+	}
+	s.filter(e)
+	if cand.where == parked {
+		cand.waited = true // it stays: it waits for the other instance
+	}
+	switch {
+	case len(e.waiters) == 0:
 		s.deleteEntry(e)
+	case e.woken:
+		// The key settled while this claim was out: ask again now, as a
+		// wake-up does.
+		s.wakeEntry(e)
+	default:
+		s.scheduleReclaim(e)
 	}
 }
 
@@ -150,14 +170,16 @@ func (s *Shard) letGo(e *entry) {
 	owner.expired = true
 	owner.stop(store.ErrLeaseLost)
 	s.cfg.Logger.Warn("idem: a function outlived its lease (no renewal); the key is taken over", "key", e.key)
-	e.owner = nil
-	s.timers.cancel(&e.timer)
 	s.restart(e)
 }
 
-// restart claims the key again for the next waiter, or forgets the entry.
+// restart claims the key again for the next waiter, or forgets the entry
+// when none is left. What the last holder left (its owner, timer, lost
+// lease and finish) goes first: a new claim starts from nothing. It also
+// re-claims a key held elsewhere, whose timer is the re-claim's.
 func (s *Shard) restart(e *entry) {
-	e.lost, e.fin = false, nil
+	s.timers.cancel(&e.timer)
+	e.owner, e.lost, e.fin = nil, false, nil
 	if s.closing {
 		s.answerWaiters(e, Reply{Kind: Failed, Code: FailClosed})
 	}
@@ -169,13 +191,6 @@ func (s *Shard) restart(e *entry) {
 	e.owner = next
 	e.fp = nil
 	s.claim(e)
-}
-
-// reclaim asks the store again about a key held elsewhere, for the next
-// waiter.
-func (s *Shard) reclaim(e *entry) {
-	s.timers.cancel(&e.timer)
-	s.restart(e)
 }
 
 // onWake handles a store wake-up for key, or for every key ("": wake-ups
@@ -198,7 +213,7 @@ func (s *Shard) wakeEntry(e *entry) {
 	switch e.phase {
 	case phRemote:
 		e.backoff = 0
-		s.reclaim(e)
+		s.restart(e)
 	case phClaiming:
 		e.woken = true
 	}

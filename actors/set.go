@@ -48,12 +48,12 @@ func NewSet(ctx context.Context, n int, cfg Config) (*Set, error) {
 	if n <= 0 {
 		return nil, errors.New("idem: shard count must be positive")
 	}
-	inst, err := instanceID()
+	instance, err := instanceID()
 	if err != nil {
 		return nil, err
 	}
 	var seq atomic.Uint64
-	cfg.newOwner = func() string { return inst + "-" + strconv.FormatUint(seq.Add(1), 36) }
+	cfg.newOwner = func() string { return instance + "-" + strconv.FormatUint(seq.Add(1), 36) }
 	set := &Set{cfg: &cfg, done: make(chan struct{}), force: make(chan struct{})}
 	if observe := cfg.OnBatch; observe != nil {
 		// A batch still out after a Close that gave up on its deadline

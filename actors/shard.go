@@ -68,9 +68,9 @@ type Shard struct {
 	freeEntries []*entry
 	closing     bool
 	drained     chan struct{}
-	isDrain     bool
+	drainClosed bool
 
-	// The door of Send: see shutDoor.
+	// The door of Send and Forget: see shutDoor.
 	sending atomic.Int64
 	shut    atomic.Bool
 
@@ -137,18 +137,22 @@ func (s *Shard) Leave() { s.gate.Leave() }
 // shard learns it is closing, so every accepted request reaches the actor
 // before its shutdown and gets a reply. That spares waiters a select on a
 // channel shared by all of them.
-func (s *Shard) Send(r *Request) bool {
+func (s *Shard) Send(r *Request) bool { return s.sendIfOpen((*requestMsg)(r)) }
+
+// sendIfOpen hands msg to the actor, or reports false once the door is
+// shut (see shutDoor).
+func (s *Shard) sendIfOpen(msg any) bool {
 	s.sending.Add(1)
 	if s.shut.Load() {
 		s.sending.Add(-1)
 		return false
 	}
-	s.root.Send(s.pid, (*requestMsg)(r))
+	s.root.Send(s.pid, msg)
 	s.sending.Add(-1)
 	return true
 }
 
-// shutDoor refuses every later Send and waits for those in progress.
+// shutDoor refuses every later sendIfOpen and waits for those in progress.
 func (s *Shard) shutDoor() {
 	s.shut.Store(true)
 	for s.sending.Load() != 0 {
@@ -165,13 +169,9 @@ func (s *Shard) Abandon(r *Request) { s.root.Send(s.pid, &abandon{req: r}) }
 // Forget deletes key's record from the LRU and the store.
 func (s *Shard) Forget(ctx context.Context, key string) error {
 	m := &forget{key: key, reply: make(chan error, 1)}
-	s.sending.Add(1)
-	if s.shut.Load() {
-		s.sending.Add(-1)
+	if !s.sendIfOpen(m) {
 		return store.ErrClosed
 	}
-	s.root.Send(s.pid, m)
-	s.sending.Add(-1)
 	select {
 	case err := <-m.reply:
 		return err
@@ -307,8 +307,8 @@ func (s *Shard) onClosing() {
 // checkDrained closes drained once a closing shard holds no key and no
 // batch: every owner's result is stored or released.
 func (s *Shard) checkDrained() {
-	if s.closing && !s.isDrain && len(s.entries) == 0 && !s.commit.InFlight() {
-		s.isDrain = true
+	if s.closing && !s.drainClosed && len(s.entries) == 0 && !s.commit.InFlight() {
+		s.drainClosed = true
 		close(s.drained)
 	}
 }
