@@ -26,6 +26,19 @@ func CheckDuration(what string, d time.Duration) error {
 	return nil
 }
 
+// CheckClaim returns an ErrInvalidArgument error when req has no owner, or
+// a lease or TTL that [CheckDuration] rejects: the checks every store makes
+// before a claim.
+func CheckClaim(req ClaimRequest) error {
+	if req.Owner == "" {
+		return fmt.Errorf("%w: empty owner", ErrInvalidArgument)
+	}
+	if err := CheckDuration("lease", req.Lease); err != nil {
+		return err
+	}
+	return CheckDuration("ttl", req.TTL)
+}
+
 // Scope places keys in a namespace and a version, so that two tenants, two
 // flows or two versions of a handler never share a key.
 type Scope struct {

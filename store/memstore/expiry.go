@@ -1,11 +1,6 @@
 package memstore
 
-import (
-	"fmt"
-	"time"
-
-	"github.com/idemrt/idem/store"
-)
+import "time"
 
 // expiryItem asks for key to be removed at at, if it still maps to rec.
 type expiryItem struct {
@@ -69,14 +64,4 @@ func (qs *expiryQueues) queue(d time.Duration) *expiryQueue {
 	q := &expiryQueue{d: d}
 	*qs = append(*qs, q)
 	return q
-}
-
-func invalidClaim(req store.ClaimRequest) error {
-	if req.Owner == "" {
-		return fmt.Errorf("%w: empty owner", store.ErrInvalidArgument)
-	}
-	if err := store.CheckDuration("lease", req.Lease); err != nil {
-		return err
-	}
-	return store.CheckDuration("ttl", req.TTL)
 }

@@ -35,11 +35,7 @@ func (s *Store) prepare(op *store.Op) (call, bool) {
 	switch op.Kind {
 	case store.OpClaim:
 		r := op.Claim
-		if r.Owner == "" {
-			op.Err = fmt.Errorf("%w: empty owner", store.ErrInvalidArgument)
-		} else if op.Err = store.CheckDuration("lease", r.Lease); op.Err == nil {
-			op.Err = store.CheckDuration("ttl", r.TTL)
-		}
+		op.Err = store.CheckClaim(r)
 		waiter := ""
 		if r.Waiter != "" {
 			waiter = r.Waiter + ":" + op.Key

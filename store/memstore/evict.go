@@ -1,0 +1,77 @@
+package memstore
+
+// addAbandoned remembers a claim in progress that outlived its lease and
+// TTL. The list is pruned of claims since completed, released or taken over
+// each time its length doubles, so it stays within twice the live ones.
+func (sh *shard) addAbandoned(it expiryItem) {
+	if it.rec.listed {
+		return // still listed from an earlier time it was abandoned
+	}
+	if n := len(sh.abandoned); n >= 64 && n&(n-1) == 0 {
+		kept := sh.abandoned[:0]
+		for _, a := range sh.abandoned {
+			if sh.isAbandoned(a) {
+				kept = append(kept, a)
+			} else {
+				a.rec.listed = false
+			}
+		}
+		clear(sh.abandoned[len(kept):])
+		sh.abandoned = kept
+	}
+	it.rec.listed = true
+	sh.abandoned = append(sh.abandoned, it)
+}
+
+// isAbandoned reports whether it still names a claim in progress past its
+// removal time that nothing has touched since.
+func (sh *shard) isAbandoned(it expiryItem) bool {
+	r := sh.records[it.key]
+	return r == it.rec && r.state == inProgress && r.removeAt.IsZero()
+}
+
+// evictOne makes room for a new record. It removes, first, the oldest claim
+// in progress that outlived its lease and TTL with nobody taking it over
+// (its owner is most likely gone; if not, its Complete is refused as a
+// takeover's would be), else the completed record whose removal is nearest
+// among the queue heads. Heads in progress are moved to the back of their
+// queue, at most a few per call. It reports whether it removed a record.
+func (sh *shard) evictOne() bool {
+	for len(sh.abandoned) > 0 {
+		it := sh.abandoned[0]
+		sh.abandoned[0] = expiryItem{}
+		sh.abandoned = sh.abandoned[1:]
+		it.rec.listed = false
+		if sh.isAbandoned(it) {
+			delete(sh.records, it.key)
+			return true
+		}
+	}
+	var best *expiryQueue
+	for _, q := range sh.expiry {
+		for rotated := 0; q.head < len(q.items) && rotated < 16; {
+			it := q.items[q.head]
+			if sh.records[it.key] != it.rec {
+				q.drop() // stale: the record is gone or replaced
+				continue
+			}
+			if it.rec.state != completed {
+				q.drop()
+				q.push(it)
+				rotated++
+				continue
+			}
+			if best == nil || it.at < best.items[best.head].at {
+				best = q
+			}
+			break
+		}
+	}
+	if best == nil {
+		return false
+	}
+	it := best.items[best.head]
+	best.drop()
+	delete(sh.records, it.key)
+	return true
+}

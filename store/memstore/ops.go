@@ -1,0 +1,202 @@
+package memstore
+
+import (
+	"bytes"
+	"context"
+	"slices"
+	"time"
+
+	"github.com/idemrt/idem/store"
+)
+
+// Claim implements [store.Store].
+func (s *Store) Claim(ctx context.Context, key string, req store.ClaimRequest) (store.ClaimResult, error) {
+	if err := s.check(ctx, key); err != nil {
+		return store.ClaimResult{}, err
+	}
+	if err := store.CheckClaim(req); err != nil {
+		return store.ClaimResult{}, err
+	}
+	sh := s.shardOf(key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	now := s.clock.Now()
+	r := sh.live(key, now)
+	switch {
+	case r == nil:
+		if len(sh.records) >= s.perShard && sh.evictOne() {
+			s.evicted.Add(1)
+		}
+		r = &record{}
+		sh.records[key] = r
+		s.take(sh, key, r, req, now)
+		return store.ClaimResult{Status: store.Claimed, Token: r.token, LeaseLeft: req.Lease}, nil
+	case r.state == completed:
+		return store.ClaimResult{Status: store.Completed, Record: r.rec}, nil
+	case r.token.Owner == req.Owner:
+		return store.ClaimResult{Status: store.Claimed, Token: r.token, LeaseLeft: r.leaseUntil.Sub(now)}, nil
+	case now.Before(r.leaseUntil):
+		if req.Waiter != "" && !slices.Contains(r.waiters, req.Waiter) {
+			r.waiters = append(r.waiters, req.Waiter)
+		}
+		return store.ClaimResult{
+			Status:      store.InProgress,
+			Token:       store.Token{Fence: r.token.Fence},
+			LeaseLeft:   r.leaseUntil.Sub(now),
+			Fingerprint: r.fp,
+		}, nil
+	default:
+		s.take(sh, key, r, req, now)
+		return store.ClaimResult{Status: store.Claimed, Token: r.token, Takeover: true, LeaseLeft: req.Lease}, nil
+	}
+}
+
+func (s *Store) take(sh *shard, key string, r *record, req store.ClaimRequest, now time.Time) {
+	r.state = inProgress
+	r.token = store.Token{Fence: s.fence.Add(1), Owner: req.Owner}
+	r.leaseUntil = now.Add(req.Lease)
+	r.lease, r.ttl = req.Lease, req.TTL
+	r.fp = cloneBytes(req.Fingerprint)
+	sh.setRemoveAt(key, r, now, req.Lease+req.TTL)
+}
+
+// holder returns the key's in-progress record if tok holds it.
+func (sh *shard) holder(key string, tok store.Token, now time.Time) (*record, error) {
+	r := sh.live(key, now)
+	if r == nil || r.state != inProgress || r.token != tok {
+		return nil, store.ErrLeaseLost
+	}
+	return r, nil
+}
+
+// Complete implements [store.Store].
+func (s *Store) Complete(ctx context.Context, key string, tok store.Token, rec store.Record, ttl time.Duration) (store.Record, error) {
+	if err := s.check(ctx, key); err != nil {
+		return store.Record{}, err
+	}
+	if err := store.CheckDuration("ttl", ttl); err != nil {
+		return store.Record{}, err
+	}
+	sh := s.shardOf(key)
+	sh.mu.Lock()
+	now := s.clock.Now()
+	if r := sh.live(key, now); r != nil && r.state == completed && r.rec.Token == tok {
+		out := r.rec
+		sh.mu.Unlock()
+		return out, nil
+	}
+	r, err := sh.holder(key, tok, now)
+	if err != nil {
+		sh.mu.Unlock()
+		return store.Record{}, err
+	}
+	r.state = completed
+	r.rec = store.Record{
+		Value:       cloneBytes(rec.Value),
+		Failed:      rec.Failed,
+		Error:       rec.Error,
+		Fingerprint: r.fp,
+		CreatedAt:   now,
+		ExpiresAt:   now.Add(ttl),
+		Token:       tok,
+	}
+	if !bytes.Equal(rec.Fingerprint, r.fp) {
+		r.rec.Fingerprint = cloneBytes(rec.Fingerprint)
+	}
+	r.fp = nil
+	sh.setRemoveAt(key, r, now, ttl)
+	waiters := r.waiters
+	r.waiters = nil
+	out := r.rec
+	sh.mu.Unlock()
+	s.notify(key, waiters)
+	return out, nil
+}
+
+// Release implements [store.Store].
+func (s *Store) Release(ctx context.Context, key string, tok store.Token) error {
+	if err := s.check(ctx, key); err != nil {
+		return err
+	}
+	sh := s.shardOf(key)
+	sh.mu.Lock()
+	now := s.clock.Now()
+	if sh.live(key, now) == nil {
+		sh.mu.Unlock()
+		return nil
+	}
+	r, err := sh.holder(key, tok, now)
+	if err != nil {
+		sh.mu.Unlock()
+		return err
+	}
+	delete(sh.records, key)
+	waiters := r.waiters
+	sh.mu.Unlock()
+	s.notify(key, waiters)
+	return nil
+}
+
+// Renew implements [store.Store].
+func (s *Store) Renew(ctx context.Context, key string, tok store.Token, lease time.Duration) error {
+	if err := s.check(ctx, key); err != nil {
+		return err
+	}
+	if err := store.CheckDuration("lease", lease); err != nil {
+		return err
+	}
+	sh := s.shardOf(key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	now := s.clock.Now()
+	r, err := sh.holder(key, tok, now)
+	if err != nil {
+		return err
+	}
+	r.leaseUntil = now.Add(lease)
+	if at := r.leaseUntil.Add(r.ttl); at.After(r.removeAt) {
+		sh.setRemoveAt(key, r, now, lease+r.ttl)
+	}
+	return nil
+}
+
+// Get implements [store.Store].
+func (s *Store) Get(ctx context.Context, key string) (store.Record, error) {
+	if err := s.check(ctx, key); err != nil {
+		return store.Record{}, err
+	}
+	sh := s.shardOf(key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	r := sh.live(key, s.clock.Now())
+	if r == nil || r.state != completed {
+		return store.Record{}, store.ErrNotFound
+	}
+	return r.rec, nil
+}
+
+// Forget implements [store.Store].
+func (s *Store) Forget(ctx context.Context, key string) error {
+	if err := s.check(ctx, key); err != nil {
+		return err
+	}
+	sh := s.shardOf(key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	r := sh.live(key, s.clock.Now())
+	switch {
+	case r == nil:
+		return nil
+	case r.state == inProgress:
+		return store.ErrInProgress
+	}
+	delete(sh.records, key)
+	return nil
+}
+
+func cloneBytes(b []byte) []byte {
+	if b == nil {
+		return nil
+	}
+	return append([]byte(nil), b...)
+}

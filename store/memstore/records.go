@@ -1,0 +1,103 @@
+package memstore
+
+import (
+	"sync"
+	"time"
+
+	"github.com/idemrt/idem/store"
+)
+
+// shard holds the records of the keys that hash to it, behind one mutex,
+// with the queues that expire them.
+type shard struct {
+	mu      sync.Mutex
+	records map[string]*record
+	expiry  expiryQueues
+	// abandoned lists claims in progress past lease + TTL, oldest first:
+	// the first records evicted when space is needed (see evictOne).
+	abandoned []expiryItem
+}
+
+// The states of a record.
+const (
+	inProgress uint8 = iota + 1
+	completed
+)
+
+// record is one key's state: a claim in progress (token, lease, fp,
+// waiters) or, once completed, its result (rec). removeAt is when it goes:
+// lease + TTL after a claim (a renewal only moves it later), TTL after
+// completion, zero once a claim in progress has outlived it (see sweep).
+type record struct {
+	state      uint8
+	token      store.Token
+	leaseUntil time.Time
+	lease      time.Duration
+	ttl        time.Duration
+	fp         []byte
+	rec        store.Record
+	removeAt   time.Time
+	waiters    []string
+	listed     bool // in its shard's abandoned list
+}
+
+// live returns the key's record unless it has expired, removing due records.
+// A record in progress never expires by time: its lease ending matters only
+// once another claim takes the key over, so a slow owner that nobody
+// replaced can still complete it.
+func (sh *shard) live(key string, now time.Time) *record {
+	sh.sweep(now, 4)
+	r := sh.records[key]
+	if r != nil && r.state == completed && !now.Before(r.removeAt) {
+		delete(sh.records, key)
+		return nil
+	}
+	return r
+}
+
+// sweep removes at most n records per queue whose removal time has passed.
+func (sh *shard) sweep(now time.Time, n int) {
+	for _, q := range sh.expiry {
+		for i := 0; i < n; i++ {
+			it, ok := q.popDue(now)
+			if !ok {
+				break
+			}
+			r := sh.records[it.key]
+			if r != it.rec {
+				continue
+			}
+			if now.Before(r.removeAt) {
+				// Renewed, taken over or completed since the item was
+				// pushed: its removal moved later.
+				q.push(expiryItem{at: r.removeAt.UnixNano(), key: it.key, rec: r})
+				continue
+			}
+			if r.state != completed {
+				// A claim in progress past lease + TTL: kept until it is
+				// completed, released or taken over (see live), or evicted
+				// first when space is needed. It has no queue item from now
+				// on; the next setRemoveAt gives it one.
+				r.removeAt = time.Time{}
+				sh.addAbandoned(it)
+				continue
+			}
+			delete(sh.records, it.key)
+		}
+	}
+}
+
+// setRemoveAt schedules r's removal d after now. A queue item is added when
+// the time moves earlier by more than a lease (a Complete moves it a little
+// earlier than its claim did: the old item then removes it a little late,
+// which costs some memory but no correctness, since live checks every record
+// it reads); moving it later needs none: the old item is re-queued when it
+// falls due.
+func (sh *shard) setRemoveAt(key string, r *record, now time.Time, d time.Duration) {
+	at := now.Add(d)
+	push := r.removeAt.IsZero() || at.Add(r.lease).Before(r.removeAt)
+	r.removeAt = at
+	if push {
+		sh.expiry.queue(d).push(expiryItem{at: at.UnixNano(), key: key, rec: r}) // durations are at most 100 years: no overflow
+	}
+}
