@@ -65,9 +65,16 @@ func newFlow(receiptHook func()) *flows.Flow[Checkout] {
 func main() {
 	ctx := context.Background()
 	shared := memstore.New(memstore.Options{})
+	raceDuplicates(ctx, shared)
+	crashAndResume(ctx, shared)
+}
 
+// raceDuplicates runs ten duplicate requests for one order at once: the
+// card is charged once and every caller gets the same checkout.
+func raceDuplicates(ctx context.Context, shared store.Store) {
 	fmt.Println("1. ten duplicate requests for order o-1, at once")
 	rt := idem.Must(idem.New(idem.Options{Store: shared}))
+	defer rt.Close(ctx)
 	f := newFlow(func() {})
 	var wg sync.WaitGroup
 	results := make([]Checkout, 10)
@@ -88,8 +95,12 @@ func main() {
 	}
 	fmt.Printf("   card charged %d time(s), %d receipt(s) sent; all ten got %q: %v\n",
 		charges.Load(), mails.Load(), results[0].Charge, same)
-	_ = rt.Close(ctx)
+}
 
+// crashAndResume has instance A die between the charge and the receipt;
+// instance B, on the same store, takes the run over once A's lease has
+// ended, replays the charge and sends the receipt.
+func crashAndResume(ctx context.Context, shared store.Store) {
 	fmt.Println("2. instance A charges order o-2, then dies while sending the receipt")
 	cut := &cuttable{Store: shared}
 	rtA := idem.Must(idem.New(idem.Options{Store: cut, Lease: time.Second}))
@@ -123,7 +134,8 @@ func main() {
 }
 
 // cuttable is a store connection that can be cut: after cut, every call
-// fails, as it would for a process that is gone.
+// that claims or changes a key (Claim, Complete, Release, Renew) fails, as
+// it would for a process that is gone.
 type cuttable struct {
 	store.Store
 	dead atomic.Bool

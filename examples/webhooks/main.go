@@ -72,23 +72,68 @@ func (l *ledger) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_ = json.NewEncoder(w).Encode(map[string]any{"credited": ev.Cents, "balance": l.balance[ev.Account]})
 }
 
-// tally counts what the sender saw.
-type tally struct {
-	mu sync.Mutex
-	n  map[string]int
-}
-
-func (t *tally) add(what string) {
-	t.mu.Lock()
-	t.n[what]++
-	t.mu.Unlock()
+// creditedOnce prints how many times each event was credited and the
+// balances, and reports whether every payment was credited exactly once.
+func (l *ledger) creditedOnce(events []Event) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ok := true
+	for _, ev := range events {
+		n := l.credited[ev.ID]
+		fmt.Printf("%s credited %d time(s)\n", ev.ID, n)
+		ok = ok && n == 1
+	}
+	fmt.Printf("balances: acct_42 %d, acct_7 %d\n", l.balance["acct_42"], l.balance["acct_7"])
+	return ok && l.balance["acct_42"] == 5700 && l.balance["acct_7"] == 990
 }
 
 func main() {
 	log.SetFlags(0)
 	ctx := context.Background()
 
-	// The receiver.
+	rcv := startReceiver()
+	fmt.Println("receiver listening on", rcv.url)
+
+	// The sender: each event fanned out 4 times at once, every copy retried
+	// until it gets a 2xx (or a 4xx, which a sender does not retry).
+	events := []Event{
+		{ID: "evt_1", Type: "payment.succeeded", Account: "acct_42", Cents: 4200},
+		{ID: "evt_2", Type: "payment.succeeded", Account: "acct_42", Cents: 1500},
+		{ID: "evt_3", Type: "payment.succeeded", Account: "acct_7", Cents: 990},
+	}
+	s := newSender(rcv.url)
+	defer s.client.CloseIdleConnections()
+	start := time.Now()
+	s.fanOut(ctx, events, 4)
+	// A late redelivery, answered from the stored response, and a forged
+	// delivery that reuses an event id with another amount (422).
+	s.deliver(ctx, events[0])
+	forged := events[0]
+	forged.Cents = 999999
+	s.deliver(ctx, forged)
+	fmt.Printf("sent %d events as %d deliveries in %v; the sender saw:\n", len(events), s.attempts.Load(), time.Since(start).Round(time.Millisecond))
+	s.seen.print()
+
+	rcv.stop(ctx)
+	if !rcv.ledger.creditedOnce(events) {
+		fmt.Println("FAIL: a payment was not credited exactly once")
+		os.Exit(1)
+	}
+	fmt.Println("every payment credited exactly once")
+}
+
+// receiver is the service: the ledger behind the Idempotency-Key
+// middleware, served on a loopback listener.
+type receiver struct {
+	url    string
+	ledger *ledger
+	mw     *httpidem.Middleware
+	srv    *http.Server
+}
+
+// startReceiver serves the ledger behind the middleware, which lets a
+// duplicate wait for the delivery in flight.
+func startReceiver() *receiver {
 	mw, err := httpidem.New(httpidem.Options{
 		Settle: 5 * time.Second, // a duplicate waits for the delivery in flight
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
@@ -109,94 +154,103 @@ func main() {
 			log.Fatal(err)
 		}
 	}()
-	url := "http://" + ln.Addr().String() + "/webhooks/payments"
-	fmt.Println("receiver listening on", url)
+	return &receiver{url: "http://" + ln.Addr().String() + "/webhooks/payments", ledger: l, mw: mw, srv: srv}
+}
 
-	// The sender: each event fanned out 4 times at once, every copy retried
-	// until it gets a 2xx (or a 4xx, which a sender does not retry).
-	events := []Event{
-		{ID: "evt_1", Type: "payment.succeeded", Account: "acct_42", Cents: 4200},
-		{ID: "evt_2", Type: "payment.succeeded", Account: "acct_42", Cents: 1500},
-		{ID: "evt_3", Type: "payment.succeeded", Account: "acct_7", Cents: 990},
+// stop shuts the server down, then closes the middleware, which waits for
+// the handlers still running to store their responses.
+func (r *receiver) stop(ctx context.Context) {
+	shutdown, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := r.srv.Shutdown(shutdown); err != nil {
+		log.Fatal(err)
 	}
-	client := &http.Client{Timeout: 10 * time.Second}
-	defer client.CloseIdleConnections()
-	seen := &tally{n: map[string]int{}}
-	var attempts atomic.Int32
-	deliver := func(ev Event) {
-		body, _ := json.Marshal(ev)
-		for try := 1; try <= 10; try++ {
-			attempts.Add(1)
-			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
-			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set("Idempotency-Key", `"`+ev.ID+`"`) // the event id, as a quoted string
-			resp, err := client.Do(req)
-			if err != nil {
-				seen.add("network error")
-				time.Sleep(20 * time.Millisecond)
-				continue
-			}
-			_, _ = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			what := fmt.Sprint(resp.StatusCode)
-			if resp.Header.Get("Idempotent-Replayed") == "true" {
-				what += " (replayed)"
-			}
-			seen.add(what)
-			if resp.StatusCode < 500 && resp.StatusCode != http.StatusConflict {
-				return
-			}
-			time.Sleep(20 * time.Millisecond) // back off, then retry
-		}
-		log.Fatalf("%s: not delivered after 10 attempts", ev.ID)
+	if err := r.mw.Close(shutdown); err != nil {
+		log.Fatal(err)
 	}
+}
 
-	start := time.Now()
+// sender delivers webhooks the way senders do: at least once, retrying
+// after errors and timeouts, with the event id as the Idempotency-Key.
+type sender struct {
+	url      string
+	client   *http.Client
+	seen     *tally
+	attempts atomic.Int32
+}
+
+func newSender(url string) *sender {
+	return &sender{url: url, client: &http.Client{Timeout: 10 * time.Second}, seen: &tally{n: map[string]int{}}}
+}
+
+// fanOut sends every event copies times at once, as a sender that lost
+// track of its deliveries would, and returns when every copy is delivered.
+func (s *sender) fanOut(ctx context.Context, events []Event, copies int) {
 	var wg sync.WaitGroup
 	for _, ev := range events {
-		for range 4 {
-			wg.Go(func() { deliver(ev) })
+		for range copies {
+			wg.Go(func() { s.deliver(ctx, ev) })
 		}
 	}
 	wg.Wait()
-	// A late redelivery, answered from the stored response, and a forged
-	// delivery that reuses an event id with another amount (422).
-	deliver(events[0])
-	forged := events[0]
-	forged.Cents = 999999
-	deliver(forged)
+}
 
-	fmt.Printf("sent %d events as %d deliveries in %v; the sender saw:\n", len(events), attempts.Load(), time.Since(start).Round(time.Millisecond))
+// deliver sends ev until the receiver takes it, at most 10 times.
+func (s *sender) deliver(ctx context.Context, ev Event) {
+	body, _ := json.Marshal(ev)
+	for range 10 {
+		if s.attempt(ctx, ev.ID, body) {
+			return
+		}
+		time.Sleep(20 * time.Millisecond) // back off, then retry
+	}
+	log.Fatalf("%s: not delivered after 10 attempts", ev.ID)
+}
+
+// attempt sends one delivery and reports whether the sender is done with
+// it: a 2xx, or a 4xx other than 409 (which a sender does not retry).
+func (s *sender) attempt(ctx context.Context, id string, body []byte) bool {
+	s.attempts.Add(1)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, s.url, bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Idempotency-Key", `"`+id+`"`) // the event id, as a quoted string
+	resp, err := s.client.Do(req)
+	if err != nil {
+		s.seen.add("network error")
+		return false
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	what := fmt.Sprint(resp.StatusCode)
+	if resp.Header.Get("Idempotent-Replayed") == "true" {
+		what += " (replayed)"
+	}
+	s.seen.add(what)
+	return resp.StatusCode < 500 && resp.StatusCode != http.StatusConflict
+}
+
+// tally counts what the sender saw.
+type tally struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (t *tally) add(what string) {
+	t.mu.Lock()
+	t.n[what]++
+	t.mu.Unlock()
+}
+
+// print lists the counts, one line each, in order.
+func (t *tally) print() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	var kinds []string
-	for k := range seen.n {
+	for k := range t.n {
 		kinds = append(kinds, k)
 	}
 	sort.Strings(kinds)
 	for _, k := range kinds {
-		fmt.Printf("  %-16s %d\n", k, seen.n[k])
+		fmt.Printf("  %-16s %d\n", k, t.n[k])
 	}
-
-	shutdown, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(shutdown); err != nil {
-		log.Fatal(err)
-	}
-	if err := mw.Close(shutdown); err != nil {
-		log.Fatal(err)
-	}
-
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	ok := true
-	for _, ev := range events {
-		n := l.credited[ev.ID]
-		fmt.Printf("%s credited %d time(s)\n", ev.ID, n)
-		ok = ok && n == 1
-	}
-	fmt.Printf("balances: acct_42 %d, acct_7 %d\n", l.balance["acct_42"], l.balance["acct_7"])
-	if !ok || l.balance["acct_42"] != 5700 || l.balance["acct_7"] != 990 {
-		fmt.Println("FAIL: a payment was not credited exactly once")
-		os.Exit(1)
-	}
-	fmt.Println("every payment credited exactly once")
 }
