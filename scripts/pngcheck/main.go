@@ -26,61 +26,20 @@ func main() {
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("pngcheck", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	minW := fs.Int("min-width", 1000, "smallest acceptable width in pixels")
-	minH := fs.Int("min-height", 1000, "smallest acceptable height in pixels")
-	top := fs.Int("top", 1000, "height in pixels of the top area that must not be blank")
-	minInk := fs.Float64("min-ink", 0.02, "smallest share of non-white pixels in the top area")
-	minHues := fs.Int("min-hues", 3, "fewest distinct saturated hues (of 12) that must each cover -hue-pixels pixels")
-	huePixels := fs.Int("hue-pixels", 150, "pixels a hue must cover to count")
-	minColours := fs.Int("min-colours", 16, "fewest distinct colours (at 4 bits a channel) in the whole image")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: pngcheck [flags] file.png")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
+	lim, path, ok := parseArgs(args, stderr)
+	if !ok {
 		return 2
 	}
-	if fs.NArg() != 1 {
-		fs.Usage()
-		return 2
-	}
-	path := fs.Arg(0)
-	f, err := os.Open(path)
+	img, err := decode(path)
 	if err != nil {
 		fmt.Fprintln(stderr, "pngcheck:", err)
 		return 2
 	}
-	img, err := png.Decode(f)
-	f.Close()
-	if err != nil {
-		fmt.Fprintf(stderr, "pngcheck: %s: not a PNG: %v\n", path, err)
-		return 2
-	}
-	s := measure(img, *top)
+	s := measure(img, lim.top)
 	fmt.Fprintf(stdout, "pngcheck: %s: %dx%d, top %d rows %.1f%% non-white, %d distinct colours, saturated hues: %v\n",
 		path, s.w, s.h, s.topRows, 100*s.ink, s.colours, s.hues)
-
-	var fails []string
-	if s.w < *minW || s.h < *minH {
-		fails = append(fails, fmt.Sprintf("image is %dx%d, want at least %dx%d", s.w, s.h, *minW, *minH))
-	}
-	if s.ink < *minInk {
-		fails = append(fails, fmt.Sprintf("top area is %.2f%% non-white, want at least %.2f%% (blank page?)", 100*s.ink, 100**minInk))
-	}
-	if s.colours < *minColours {
-		fails = append(fails, fmt.Sprintf("%d distinct colours, want at least %d", s.colours, *minColours))
-	}
-	hues := 0
-	for _, n := range s.hues {
-		if n >= *huePixels {
-			hues++
-		}
-	}
-	if hues < *minHues {
-		fails = append(fails, fmt.Sprintf("%d saturated hues of at least %d pixels, want at least %d (charts not drawn?)", hues, *huePixels, *minHues))
-	}
+	hues := s.huesCovering(lim.huePixels)
+	fails := lim.check(s, hues)
 	for _, m := range fails {
 		fmt.Fprintln(stderr, "pngcheck: FAIL:", m)
 	}
@@ -91,6 +50,73 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// limits are the checks' thresholds, from the flags.
+type limits struct {
+	minW, minH, top    int
+	minInk             float64
+	minHues, huePixels int
+	minColours         int
+}
+
+// parseArgs reads the flags and the file name; ok is false on bad usage
+// (already reported on stderr).
+func parseArgs(args []string, stderr io.Writer) (lim limits, path string, ok bool) {
+	fs := flag.NewFlagSet("pngcheck", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.IntVar(&lim.minW, "min-width", 1000, "smallest acceptable width in pixels")
+	fs.IntVar(&lim.minH, "min-height", 1000, "smallest acceptable height in pixels")
+	fs.IntVar(&lim.top, "top", 1000, "height in pixels of the top area that must not be blank")
+	fs.Float64Var(&lim.minInk, "min-ink", 0.02, "smallest share of non-white pixels in the top area")
+	fs.IntVar(&lim.minHues, "min-hues", 3, "fewest distinct saturated hues (of 12) that must each cover -hue-pixels pixels")
+	fs.IntVar(&lim.huePixels, "hue-pixels", 150, "pixels a hue must cover to count")
+	fs.IntVar(&lim.minColours, "min-colours", 16, "fewest distinct colours (at 4 bits a channel) in the whole image")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: pngcheck [flags] file.png")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return lim, "", false
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return lim, "", false
+	}
+	return lim, fs.Arg(0), true
+}
+
+// decode reads the PNG at path.
+func decode(path string) (image.Image, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: not a PNG: %v", path, err)
+	}
+	return img, nil
+}
+
+// check returns what fails the limits in s, given hues, the number of
+// saturated hues that cover enough pixels.
+func (lim limits) check(s stats, hues int) []string {
+	var fails []string
+	if s.w < lim.minW || s.h < lim.minH {
+		fails = append(fails, fmt.Sprintf("image is %dx%d, want at least %dx%d", s.w, s.h, lim.minW, lim.minH))
+	}
+	if s.ink < lim.minInk {
+		fails = append(fails, fmt.Sprintf("top area is %.2f%% non-white, want at least %.2f%% (blank page?)", 100*s.ink, 100*lim.minInk))
+	}
+	if s.colours < lim.minColours {
+		fails = append(fails, fmt.Sprintf("%d distinct colours, want at least %d", s.colours, lim.minColours))
+	}
+	if hues < lim.minHues {
+		fails = append(fails, fmt.Sprintf("%d saturated hues of at least %d pixels, want at least %d (charts not drawn?)", hues, lim.huePixels, lim.minHues))
+	}
+	return fails
+}
+
 type stats struct {
 	w, h    int
 	topRows int
@@ -99,6 +125,18 @@ type stats struct {
 	hues    []int   // pixels per 30° hue sector, saturated pixels only
 }
 
+// huesCovering counts the hue sectors with at least pixels pixels.
+func (s stats) huesCovering(pixels int) int {
+	n := 0
+	for _, p := range s.hues {
+		if p >= pixels {
+			n++
+		}
+	}
+	return n
+}
+
+// measure measures img, taking its first top rows as the top area.
 func measure(img image.Image, top int) stats {
 	b := img.Bounds()
 	s := stats{w: b.Dx(), h: b.Dy(), hues: make([]int, 12)}
