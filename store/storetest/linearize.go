@@ -161,6 +161,7 @@ func (r *recorder) anyToken(key string, rng *rand.Rand) (store.Token, bool) {
 	return toks[rng.IntN(len(toks))], true
 }
 
+// linearRun records one history with seed on a new store and checks it.
 func linearRun(t testing.TB, h Harness, o LinearOptions, seed uint64) LinearStats {
 	st := h.New(t)
 	base := time.Time{}
@@ -172,35 +173,62 @@ func linearRun(t testing.TB, h Harness, o LinearOptions, seed uint64) LinearStat
 	for i := range keys {
 		keys[i] = fmt.Sprintf("lin:%d:k%d", seed, i)
 	}
-	var faultOn atomic.Bool
-	var faultStart, faultEnd int64
-	faultDone := make(chan struct{})
-	if o.Fault != nil {
-		faultOn.Store(true)
-		go func() {
-			defer close(faultDone)
-			defer faultOn.Store(false)
-			faultStart = r.now()
-			o.Fault(t)
-			faultEnd = r.now()
-		}()
-	} else {
-		close(faultDone)
-	}
+	f := startFault(t, o.Fault, r)
 	var wg sync.WaitGroup
 	for c := range o.Clients {
 		cl := &client{id: c, h: h, o: o, r: r, base: base, keys: keys, st: st,
 			rng: rand.New(rand.NewPCG(seed, uint64(c))), own: map[string]store.Token{}, pending: map[string]string{}}
-		wg.Go(func() { cl.run(&faultOn) })
+		wg.Go(func() { cl.run(&f.on) })
 	}
 	if h.Exact {
 		wg.Go(func() { linearClock(t, h, o, r, seed) })
 	}
 	wg.Wait()
-	<-faultDone
+	<-f.done
 	if t.Failed() {
 		return LinearStats{}
 	}
+	return checkHistory(t, h, o, r, seed, f.notes())
+}
+
+// fault is the run of LinearOptions.Fault during one history.
+type fault struct {
+	on         atomic.Bool // while it runs
+	start, end int64       // by the recorder's clock
+	done       chan struct{}
+	ran        bool
+}
+
+// startFault runs fn, if set, in its own goroutine; done is closed when
+// it returns (at once without fn).
+func startFault(t testing.TB, fn func(testing.TB), r *recorder) *fault {
+	f := &fault{done: make(chan struct{}), ran: fn != nil}
+	if fn == nil {
+		close(f.done)
+		return f
+	}
+	f.on.Store(true)
+	go func() {
+		defer close(f.done)
+		defer f.on.Store(false)
+		f.start = r.now()
+		fn(t)
+		f.end = r.now()
+	}()
+	return f
+}
+
+// notes marks the fault's time in porcupine's visualisation.
+func (f *fault) notes() []porcupine.Annotation {
+	if !f.ran {
+		return nil
+	}
+	return []porcupine.Annotation{{Tag: "fault", Start: f.start, End: f.end, Description: "fault"}}
+}
+
+// checkHistory checks r's history with porcupine and fails the test with an
+// explanation when it is not linearizable.
+func checkHistory(t testing.TB, h Harness, o LinearOptions, r *recorder, seed uint64, notes []porcupine.Annotation) LinearStats {
 	stats := LinearStats{Histories: 1, Ops: int(r.count.Load())}
 	for _, op := range r.ops {
 		if op.Output.(LinearOutput).Unknown {
@@ -218,10 +246,6 @@ func linearRun(t testing.TB, h Harness, o LinearOptions, seed uint64) LinearStat
 	case porcupine.Unknown:
 		t.Fatalf("seed %d: porcupine found no answer within %v for %d calls; make the histories smaller", seed, o.CheckTimeout, len(r.ops))
 	case porcupine.Illegal:
-		var notes []porcupine.Annotation
-		if o.Fault != nil {
-			notes = append(notes, porcupine.Annotation{Tag: "fault", Start: faultStart, End: faultEnd, Description: "fault"})
-		}
 		t.Fatalf("seed %d: the history is not linearizable.\n%s", seed, explain(model, r.ops, notes, o.vizDir))
 	}
 	return stats
