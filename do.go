@@ -78,19 +78,7 @@ func doWithOptions[T any](ctx context.Context, rt *Runtime, key string, fn func(
 // st, when not nil, receives the call's timings (an observed call).
 func do[T any](ctx context.Context, rt *Runtime, key string, fn func(context.Context) (T, error), c callOptions, st *callStats) (T, Outcome, error) {
 	var zero T
-	switch {
-	case c.err != nil:
-		return zero, NoOutcome, c.err
-	case fn == nil:
-		return zero, NoOutcome, fmt.Errorf("%w: Do with a nil function", ErrInvalidArgument)
-	}
-	if err := store.ValidateKey(key); err != nil {
-		return zero, NoOutcome, err
-	}
-	if rt.closed.Load() {
-		return zero, NoOutcome, keyErr(key, ErrClosed)
-	}
-	if err := ctx.Err(); err != nil {
+	if err := rt.refuse(ctx, key, c.err, fn == nil); err != nil {
 		return zero, NoOutcome, err
 	}
 	sh := rt.set.For(key)
@@ -107,15 +95,7 @@ func do[T any](ctx context.Context, rt *Runtime, key string, fn func(context.Con
 		}
 		defer sh.Leave()
 	}
-	req := &actors.Request{
-		Key:         key,
-		Fingerprint: c.fp,
-		Lease:       c.lease,
-		TTL:         c.ttl,
-		Settle:      c.settle,
-		NoRenew:     c.noRenew,
-		Reply:       make(chan actors.Reply, 1),
-	}
+	req := newRequest(key, &c)
 	if st != nil {
 		st.sent = time.Now()
 	}
@@ -130,14 +110,10 @@ func do[T any](ctx context.Context, rt *Runtime, key string, fn func(context.Con
 	st.noteReply(rep)
 	switch rep.Kind {
 	case actors.Grant:
-		owner := c // the owner's options live on the heap (a goroutine may run fn)
-		if st == nil {
-			return execute(ctx, rt, sh, req, rep.Token, fn, &owner)
-		}
-		granted := time.Now()
-		v, out, err := execute(ctx, rt, sh, req, rep.Token, fn, &owner)
-		st.run = time.Since(granted)
-		return v, out, err
+		// The owner lives on the heap: a goroutine may run fn.
+		o := &owner[T]{rt: rt, sh: sh, req: req, token: rep.Token, fn: fn,
+			fp: c.fp, codec: c.codec, classifier: c.classifier, waits: c.ownerWaits}
+		return o.execute(ctx, st)
 	case actors.Settled:
 		out := Replayed
 		if rep.Joined {
@@ -147,6 +123,38 @@ func do[T any](ctx context.Context, rt *Runtime, key string, fn func(context.Con
 		return v, settledOutcome(out, err), err
 	default:
 		return zero, NoOutcome, failure(key, rep)
+	}
+}
+
+// refuse returns why a call may not start, if it may not: an invalid option
+// (optErr), no function, an invalid key, a closed runtime, or a context
+// already done.
+func (rt *Runtime) refuse(ctx context.Context, key string, optErr error, nilFunc bool) error {
+	switch {
+	case optErr != nil:
+		return optErr
+	case nilFunc:
+		return fmt.Errorf("%w: Do with a nil function", ErrInvalidArgument)
+	}
+	if err := store.ValidateKey(key); err != nil {
+		return err
+	}
+	if rt.closed.Load() {
+		return keyErr(key, ErrClosed)
+	}
+	return ctx.Err()
+}
+
+// newRequest returns the shard request of a call of key with options c.
+func newRequest(key string, c *callOptions) *actors.Request {
+	return &actors.Request{
+		Key:         key,
+		Fingerprint: c.fp,
+		Lease:       c.lease,
+		TTL:         c.ttl,
+		Settle:      c.settle,
+		NoRenew:     c.noRenew,
+		Reply:       make(chan actors.Reply, 1),
 	}
 }
 
@@ -192,31 +200,50 @@ func (rt *Runtime) wait(ctx context.Context, sh *actors.Shard, req *actors.Reque
 	}
 }
 
+// owner is a call that was granted its key: what it needs to run fn and
+// hand the shard the outcome. It holds only the call options it uses, so
+// that it stays small: every execution allocates one.
+type owner[T any] struct {
+	rt         *Runtime
+	sh         *actors.Shard
+	req        *actors.Request
+	token      store.Token // the claim's token
+	fn         func(context.Context) (T, error)
+	fp         []byte
+	codec      Codec
+	classifier func(error) bool
+	waits      bool // WithOwnerWaits
+}
+
 // execute runs fn as the key's owner, hands the outcome to the shard and
-// returns the shard's answer once the store has it.
-func execute[T any](ctx context.Context, rt *Runtime, sh *actors.Shard, req *actors.Request, tok store.Token, fn func(context.Context) (T, error), c *callOptions) (T, Outcome, error) {
-	runCtx, cancel := runContext(context.WithValue(ctx, nestedKey{}, rt))
-	req.SetCancel(cancel)
-	if ctx.Done() == nil || c.ownerWaits {
+// returns the shard's answer once the store has it. st, when not nil,
+// receives the time from the grant to that answer.
+func (o *owner[T]) execute(ctx context.Context, st *callStats) (T, Outcome, error) {
+	if st != nil {
+		granted := time.Now()
+		defer func() { st.run = time.Since(granted) }()
+	}
+	runCtx, cancel := runContext(context.WithValue(ctx, nestedKey{}, o.rt))
+	o.req.SetCancel(cancel)
+	if ctx.Done() == nil || o.waits {
 		// Nothing can cancel this caller (or it asked to stay): run fn on
 		// its own goroutine.
-		run(runCtx, cancel, sh, req, tok, fn, c)
+		o.run(runCtx, cancel)
 	} else {
 		// Run fn apart, so that Do can return when ctx ends while fn goes
 		// on for the callers waiting for it.
-		go run(runCtx, cancel, sh, req, tok, fn, c)
+		go o.run(runCtx, cancel)
 	}
-	rep, err := rt.wait(ctx, sh, req, false)
+	var zero T
+	rep, err := o.rt.wait(ctx, o.sh, o.req, false)
 	if err != nil {
-		var zero T
 		return zero, Executed, err
 	}
 	if rep.Kind == actors.Settled {
-		v, err := result[T](req.Key, c.fp, c.codec, rep.Result)
+		v, err := result[T](o.req.Key, o.fp, o.codec, rep.Result)
 		return v, Executed, err
 	}
-	var zero T
-	return zero, Executed, failure(req.Key, rep)
+	return zero, Executed, failure(o.req.Key, rep)
 }
 
 // nestedKey marks the context of a function the runtime runs.
@@ -226,14 +253,14 @@ type nestedKey struct{}
 // without its cancellation, cancellable by the shard.
 func runContext(ctx context.Context) (context.Context, context.CancelCauseFunc) {
 	base, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
-	dl, ok := ctx.Deadline()
+	deadline, ok := ctx.Deadline()
 	if !ok {
 		return base, cancel
 	}
-	withDl, cancelDl := context.WithDeadline(base, dl)
-	return withDl, func(cause error) {
+	withDeadline, cancelDeadline := context.WithDeadline(base, deadline)
+	return withDeadline, func(cause error) {
 		cancel(cause)
-		cancelDl()
+		cancelDeadline()
 	}
 }
 
@@ -243,64 +270,78 @@ func runContext(ctx context.Context) (context.Context, context.CancelCauseFunc) 
 // With an in-process store, a result to keep (a value or a permanent error)
 // is completed here, on the owner's goroutine, and the owner's answer goes
 // straight into its reply channel; the Finish then only tells the shard.
-func run[T any](ctx context.Context, cancel context.CancelCauseFunc, sh *actors.Shard, req *actors.Request, tok store.Token, fn func(context.Context) (T, error), c *callOptions) {
-	f := &req.Finish
-	f.Req = req
+func (o *owner[T]) run(ctx context.Context, cancel context.CancelCauseFunc) {
+	f := &o.req.Finish
+	f.Req = o.req
 	returned := false
 	defer func() {
 		cancel(nil)
-		if returned && sh.Inline() && (f.Kind == actors.Success || f.Kind == actors.Permanent) {
-			completeHere(sh, req, tok, f)
+		if returned && o.sh.Inline() && (f.Kind == actors.Success || f.Kind == actors.Permanent) {
+			o.completeHere(f)
 			return
 		}
 		if !returned {
 			if p := recover(); p != nil {
 				f.Kind = actors.Panic
-				f.Err = &PanicError{Key: req.Key, Value: p, Stack: debug.Stack()}
+				f.Err = &PanicError{Key: o.req.Key, Value: p, Stack: debug.Stack()}
 			} else {
 				f.Kind = actors.Transient
-				f.Err = fmt.Errorf("idem: %s: function called runtime.Goexit", describeKey(req.Key))
+				f.Err = fmt.Errorf("idem: %s: function called runtime.Goexit", describeKey(o.req.Key))
 			}
 		}
-		sh.Finish(f)
+		o.sh.Finish(f)
 	}()
-	v, err := fn(ctx)
+	v, err := o.fn(ctx)
+	o.fill(f, v, withCause(ctx, err))
+	returned = true
+}
+
+// withCause adds to err, when fn stopped because the runtime stopped it
+// (its context ended), why the runtime did.
+func withCause(ctx context.Context, err error) error {
 	if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
-		// fn stopped because the runtime stopped it: say why.
 		if cause := context.Cause(ctx); cause != nil && cause != ctx.Err() {
-			err = fmt.Errorf("%w (%w)", cause, err)
+			return fmt.Errorf("%w (%w)", cause, err)
 		}
 	}
+	return err
+}
+
+// fill writes into f how fn ended, with v and err: a value to store, a
+// permanent error to store (marked, or by the classifier, or a value the
+// codec cannot encode), or a transient error.
+func (o *owner[T]) fill(f *actors.Finish, v T, err error) {
+	fp := o.fp
 	switch {
 	case err == nil:
-		data, encErr := c.codec.Marshal(v)
+		data, encErr := o.codec.Marshal(v)
 		if encErr != nil {
-			ce := &CodecError{Key: req.Key, Op: "encode", Err: encErr}
-			f.Kind, f.Err = actors.Permanent, ce
-			f.Record = failedRecord(ce, c.fp)
-			break
+			codecErr := &CodecError{Key: o.req.Key, Op: "encode", Err: encErr}
+			f.Kind, f.Err = actors.Permanent, codecErr
+			f.Record = failedRecord(codecErr, fp)
+			return
 		}
 		f.Kind, f.Value = actors.Success, v
-		f.Record.Value, f.Record.Fingerprint = data, c.fp
+		f.Record.Value, f.Record.Fingerprint = data, fp
 	case IsPermanent(err):
 		f.Kind, f.Err = actors.Permanent, err
-		f.Record = failedRecord(err, c.fp)
-	case c.permanent != nil && c.permanent(err):
+		f.Record = failedRecord(err, fp)
+	case o.classifier != nil && o.classifier(err):
 		// Classified permanent: mark it, so that IsPermanent says so to the
 		// owner and the waiters as it will to later replays.
 		f.Kind, f.Err = actors.Permanent, Permanent(err)
-		f.Record = failedRecord(err, c.fp)
+		f.Record = failedRecord(err, fp)
 	default:
 		f.Kind, f.Err = actors.Transient, err
 	}
-	returned = true
 }
 
 // completeHere completes the key in an in-process store and answers the
 // owner itself.
-func completeHere(sh *actors.Shard, req *actors.Request, tok store.Token, f *actors.Finish) {
+func (o *owner[T]) completeHere(f *actors.Finish) {
+	req := o.req
 	req.Finishing()
-	rec, err := sh.Store().Complete(context.Background(), req.Key, tok, f.Record, req.TTL)
+	rec, err := o.sh.Store().Complete(context.Background(), req.Key, o.token, f.Record, req.TTL)
 	f.Stored, f.StoreErr = true, err
 	var rep actors.Reply
 	if err == nil {
@@ -313,7 +354,7 @@ func completeHere(sh *actors.Shard, req *actors.Request, tok store.Token, f *act
 		}
 		rep = actors.Reply{Kind: actors.Failed, Code: code, Op: store.OpComplete, Err: err}
 	}
-	sh.Finish(f)
+	o.sh.Finish(f)
 	select {
 	case req.Reply <- rep:
 	default: // the shard shut down and answered the owner already

@@ -114,8 +114,8 @@ func keyErr(key string, err error) error {
 // describeKey names a key in messages; a key built by store.BuildKey is shown
 // with its namespace and version, so errors tell tenants apart.
 func describeKey(key string) string {
-	if k, s, ok := store.ParseKey(key); ok {
-		return fmt.Sprintf("key %q (namespace %q, version %q)", k, s.Namespace, s.Version)
+	if name, scope, ok := store.ParseKey(key); ok {
+		return fmt.Sprintf("key %q (namespace %q, version %q)", name, scope.Namespace, scope.Version)
 	}
 	return fmt.Sprintf("key %q", key)
 }

@@ -121,6 +121,15 @@ func classify(err, ctxErr error) Result {
 	return ResultError
 }
 
+// namespaceOf returns the namespace of a key built with store.BuildKey, or
+// "" for other keys.
+func namespaceOf(key string) string {
+	if _, scope, ok := store.ParseKey(key); ok {
+		return scope.Namespace
+	}
+	return ""
+}
+
 // callStats is what do measures for an observed call.
 type callStats struct {
 	sent   time.Time // the request went to the shard
@@ -133,10 +142,7 @@ type callStats struct {
 // observed runs a call of Do with measurements, a span and an event.
 func observed[T any](ctx context.Context, rt *Runtime, key string, fn func(context.Context) (T, error), c callOptions) (T, Outcome, error) {
 	start := time.Now()
-	var ns string
-	if _, sc, ok := store.ParseKey(key); ok {
-		ns = sc.Namespace
-	}
+	namespace := namespaceOf(key)
 	var span trace.Span
 	if rt.tracer != nil {
 		ctx, span = rt.tracer.Start(ctx, "idem.Do")
@@ -146,14 +152,14 @@ func observed[T any](ctx context.Context, rt *Runtime, key string, fn func(conte
 	}
 	var st callStats
 	v, out, err := do(ctx, rt, key, fn, c, &st)
-	ev := CallEvent{Namespace: ns, Outcome: out, Result: classify(err, ctx.Err()), Duration: time.Since(start),
+	ev := CallEvent{Namespace: namespace, Outcome: out, Result: classify(err, ctx.Err()), Duration: time.Since(start),
 		Wait: st.wait, Run: st.run, Fence: st.fence}
 	if rt.opts.ObserveKeys {
 		ev.Key = key
 	}
 	if span != nil {
 		span.SetAttributes(
-			attribute.String("idem.namespace", ns),
+			attribute.String("idem.namespace", namespace),
 			attribute.String("idem.outcome", out.String()),
 			attribute.String("idem.result", ev.Result.String()),
 			attribute.Bool("idem.waited", st.waited),

@@ -115,11 +115,20 @@ const maxShards = 4096
 
 // resolve fills in defaults and rejects invalid values.
 func (o Options) resolve() (Options, error) {
-	bad := func(format string, args ...any) (Options, error) {
-		return o, fmt.Errorf("%w: Options.%s", ErrInvalidArgument, fmt.Sprintf(format, args...))
-	}
 	if err := o.mergeDeprecated(); err != nil {
 		return o, err
+	}
+	if err := o.validate(); err != nil {
+		return o, err
+	}
+	o.fillDefaults()
+	return o, nil
+}
+
+// validate rejects negative and out-of-range values.
+func (o *Options) validate() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: Options.%s", ErrInvalidArgument, fmt.Sprintf(format, args...))
 	}
 	for _, d := range []struct {
 		name string
@@ -143,6 +152,11 @@ func (o Options) resolve() (Options, error) {
 	if o.Shards > maxShards {
 		return bad("Shards is %d; at most %d", o.Shards, maxShards)
 	}
+	return nil
+}
+
+// fillDefaults sets every field left zero to its documented default.
+func (o *Options) fillDefaults() {
 	if o.Shards == 0 {
 		o.Shards = 2 * runtime.GOMAXPROCS(0)
 	}
@@ -173,7 +187,6 @@ func (o Options) resolve() (Options, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	return o, nil
 }
 
 // mergeDeprecated moves the fields set under their earlier names to their
@@ -215,7 +228,7 @@ type callOptions struct {
 	fp                 []byte
 	codec              Codec
 	outcome            *Outcome
-	permanent          func(error) bool
+	classifier         func(error) bool
 	ownerWaits         bool
 	noRenew            bool
 	err                error
@@ -321,5 +334,5 @@ func WithoutRenewal() CallOption {
 // WithClassifier sets which errors of this call's function are permanent,
 // replacing Options.Classifier. Errors marked with [Permanent] always are.
 func WithClassifier(isPermanent func(error) bool) CallOption {
-	return func(c *callOptions) { c.permanent = isPermanent }
+	return func(c *callOptions) { c.classifier = isPermanent }
 }

@@ -25,9 +25,9 @@ type Runtime struct {
 	ownStore *memstore.Store
 	defaults callOptions
 
-	observing   bool // an Observer or a tracer is set
-	tracer      trace.Tracer
-	lastOverlog atomic.Int64 // when overload was last logged, Unix ns
+	observing       bool // an Observer or a tracer is set
+	tracer          trace.Tracer
+	lastOverloadLog atomic.Int64 // when overload was last logged, Unix ns
 }
 
 // New starts a runtime: its shard actors and, with a store that can wake
@@ -69,11 +69,11 @@ func New(opts Options) (*Runtime, error) {
 	}
 	rt.observing = o.Observer != nil || rt.tracer != nil
 	rt.defaults = callOptions{
-		ttl:       o.TTL,
-		lease:     o.Lease,
-		settle:    o.Settle,
-		codec:     JSON,
-		permanent: o.Classifier,
+		ttl:        o.TTL,
+		lease:      o.Lease,
+		settle:     o.Settle,
+		codec:      JSON,
+		classifier: o.Classifier,
 	}
 	return rt, nil
 }
@@ -146,16 +146,12 @@ func (rt *Runtime) ShardStats() []ShardStats {
 // warnOverload logs an overload at most once a second.
 func (rt *Runtime) warnOverload(key string) {
 	now := time.Now().UnixNano()
-	last := rt.lastOverlog.Load()
-	if now-last < int64(time.Second) || !rt.lastOverlog.CompareAndSwap(last, now) {
+	last := rt.lastOverloadLog.Load()
+	if now-last < int64(time.Second) || !rt.lastOverloadLog.CompareAndSwap(last, now) {
 		return
 	}
-	ns := ""
-	if _, sc, ok := store.ParseKey(key); ok {
-		ns = sc.Namespace
-	}
 	rt.opts.Logger.Warn("idem: a shard is overloaded; calls fail with ErrOverloaded",
-		"max_pending", rt.opts.MaxPending, "namespace", ns)
+		"max_pending", rt.opts.MaxPending, "namespace", namespaceOf(key))
 }
 
 // Forget deletes the stored result of key, in this runtime's cache and in
