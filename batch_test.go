@@ -3,10 +3,12 @@ package idem_test
 import (
 	"fmt"
 
-	"github.com/idemrt/idem/store"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/idemrt/idem/internal/idemtest"
+	"github.com/idemrt/idem/store"
 
 	"github.com/idemrt/idem"
 )
@@ -15,12 +17,12 @@ import (
 // operations that arrive while a batch is out form the next one.
 func TestGroupCommit(t *testing.T) {
 	fs := &faultStore{Store: memStore(nil), batchDelay: 2 * time.Millisecond}
-	rt := newRuntime(t, idem.Options{Store: fs, Shards: 1})
+	rt := idemtest.Runtime(t, idem.Options{Store: fs, Shards: 1})
 	const n = 64
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			if _, err := idem.Do(bg, rt, fmt.Sprint("k", i), value("v")); err != nil {
+			if _, err := idem.Do(bg, rt, fmt.Sprint("k", i), idemtest.Value("v")); err != nil {
 				t.Error(err)
 			}
 		})
@@ -49,21 +51,21 @@ func TestGroupCommit(t *testing.T) {
 // fake and never moves, so no timer can have released it.
 func TestCrossInstanceWake(t *testing.T) {
 	modes(t, func(t *testing.T, wrap func(store.Store) store.Store) {
-		clk := fakeClock()
+		clk := idemtest.FakeClock()
 		mem := memStore(clk)
-		rtA := newRuntime(t, idem.Options{Store: wrap(mem), Clock: clk})
-		rtB := newRuntime(t, idem.Options{Store: wrap(mem), Clock: clk})
-		g := newGate()
-		owner := goDo(bg, rtA, "k", g.fn("from A", nil))
-		<-g.started
-		waiter := goDo(bg, rtB, "k", mustNotRun(t))
+		rtA := idemtest.Runtime(t, idem.Options{Store: wrap(mem), Clock: clk})
+		rtB := idemtest.Runtime(t, idem.Options{Store: wrap(mem), Clock: clk})
+		g := idemtest.NewGate()
+		owner := idemtest.GoDo(bg, rtA, "k", g.Fn("from A", nil))
+		<-g.Started
+		waiter := idemtest.GoDo(bg, rtB, "k", idemtest.MustNotRun(t))
 		waitersAre(t, rtB, 1)
-		close(g.open)
-		if r := recv(t, owner); r.err != nil {
-			t.Fatal(r.err)
+		close(g.Open)
+		if r := idemtest.Recv(t, owner); r.Err != nil {
+			t.Fatal(r.Err)
 		}
-		r := recv(t, waiter)
-		if r.err != nil || r.v != "from A" || r.out != idem.Joined {
+		r := idemtest.Recv(t, waiter)
+		if r.Err != nil || r.V != "from A" || r.Out != idem.Joined {
 			t.Fatalf("waiter on B: %+v", r)
 		}
 	})
@@ -71,24 +73,24 @@ func TestCrossInstanceWake(t *testing.T) {
 
 // When the wake-up is lost, the waiter's re-claim timer still releases it.
 func TestCrossInstanceLostWake(t *testing.T) {
-	clk := fakeClock()
+	clk := idemtest.FakeClock()
 	mem := memStore(clk)
-	rtA := newRuntime(t, idem.Options{Store: mem, Clock: clk})
-	rtB := newRuntime(t, idem.Options{Store: deaf{mem}, Clock: clk})
-	g := newGate()
-	owner := goDo(bg, rtA, "k", g.fn("from A", nil))
-	<-g.started
-	waiter := goDo(bg, rtB, "k", mustNotRun(t))
+	rtA := idemtest.Runtime(t, idem.Options{Store: mem, Clock: clk})
+	rtB := idemtest.Runtime(t, idem.Options{Store: deaf{mem}, Clock: clk})
+	g := idemtest.NewGate()
+	owner := idemtest.GoDo(bg, rtA, "k", g.Fn("from A", nil))
+	<-g.Started
+	waiter := idemtest.GoDo(bg, rtB, "k", idemtest.MustNotRun(t))
 	waitersAre(t, rtB, 1)
-	close(g.open)
-	if r := recv(t, owner); r.err != nil {
-		t.Fatal(r.err)
+	close(g.Open)
+	if r := idemtest.Recv(t, owner); r.Err != nil {
+		t.Fatal(r.Err)
 	}
 	for i := 0; i < 100 && len(waiter) == 0; i++ {
 		clk.Advance(100 * time.Millisecond)
 		time.Sleep(2 * time.Millisecond)
 	}
-	if r := recv(t, waiter); r.err != nil || r.v != "from A" || r.out != idem.Joined {
+	if r := idemtest.Recv(t, waiter); r.Err != nil || r.V != "from A" || r.Out != idem.Joined {
 		t.Fatalf("waiter on B: %+v", r)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/idemrt/idem"
+	"github.com/idemrt/idem/internal/idemtest"
 )
 
 // The benchmarks compare Do with what a user would write by hand for the same
@@ -57,7 +58,7 @@ func uniqueKey() string { return "order-" + strconv.FormatInt(keySeq.Add(1), 10)
 
 func BenchmarkUniqueKeys(b *testing.B) {
 	b.Run("idem", func(b *testing.B) {
-		rt := newRuntime(b, idem.Options{})
+		rt := idemtest.Runtime(b, idem.Options{})
 		b.ReportAllocs()
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
@@ -104,7 +105,7 @@ func replayKeyNames() []string {
 func BenchmarkReplay(b *testing.B) {
 	keys := replayKeyNames()
 	b.Run("idem", func(b *testing.B) {
-		rt := newRuntime(b, idem.Options{})
+		rt := idemtest.Runtime(b, idem.Options{})
 		for _, k := range keys {
 			_, _ = idem.Do(bg, rt, k, charge)
 		}
@@ -122,7 +123,7 @@ func BenchmarkReplay(b *testing.B) {
 		})
 	})
 	b.Run("idem-store", func(b *testing.B) {
-		rt := newRuntime(b, idem.Options{DisableCache: true})
+		rt := idemtest.Runtime(b, idem.Options{DisableCache: true})
 		for _, k := range keys {
 			_, _ = idem.Do(bg, rt, k, charge)
 		}
@@ -162,7 +163,7 @@ func BenchmarkReplay(b *testing.B) {
 // BenchmarkHotKey: every goroutine calls the same completed key.
 func BenchmarkHotKey(b *testing.B) {
 	b.Run("idem", func(b *testing.B) {
-		rt := newRuntime(b, idem.Options{})
+		rt := idemtest.Runtime(b, idem.Options{})
 		_, _ = idem.Do(bg, rt, "hot", charge)
 		b.ReportAllocs()
 		b.RunParallel(func(pb *testing.PB) {
@@ -221,7 +222,7 @@ func BenchmarkStorm(b *testing.B) {
 		}
 	}
 	b.Run("idem", func(b *testing.B) {
-		rt := newRuntime(b, idem.Options{})
+		rt := idemtest.Runtime(b, idem.Options{})
 		run(b, func(key string) {
 			if _, err := idem.Do(bg, rt, key, slow); err != nil {
 				b.Error(err)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/idemrt/idem"
+	"github.com/idemrt/idem/internal/idemtest"
 	"github.com/idemrt/idem/store"
 )
 
@@ -20,35 +21,35 @@ func TestCloseAnswersEveryone(t *testing.T) {
 			t.Fatal(err)
 		}
 		started := make(chan struct{}, 2)
-		cancelled := goDo(bg, rt, "cancelled", func(ctx context.Context) (string, error) {
+		cancelled := idemtest.GoDo(bg, rt, "cancelled", func(ctx context.Context) (string, error) {
 			started <- struct{}{}
 			<-ctx.Done()
 			return "", context.Cause(ctx)
 		})
-		finishing := goDo(bg, rt, "finishing", func(ctx context.Context) (string, error) {
+		finishing := idemtest.GoDo(bg, rt, "finishing", func(ctx context.Context) (string, error) {
 			started <- struct{}{}
 			<-ctx.Done()
 			return "finished anyway", nil
 		})
 		<-started
 		<-started
-		var waiters []<-chan result
+		var waiters []<-chan idemtest.Result
 		for _, k := range []string{"cancelled", "cancelled", "finishing"} {
-			waiters = append(waiters, goDo(bg, rt, k, mustNotRun(t)))
+			waiters = append(waiters, idemtest.GoDo(bg, rt, k, idemtest.MustNotRun(t)))
 		}
 		waitersAre(t, rt, 3)
 		if err := rt.Close(bg); err != nil {
 			t.Fatal(err)
 		}
 		for _, ch := range waiters {
-			if r := recv(t, ch); !errors.Is(r.err, idem.ErrClosed) {
+			if r := idemtest.Recv(t, ch); !errors.Is(r.Err, idem.ErrClosed) {
 				t.Fatalf("waiter: %+v, want ErrClosed", r)
 			}
 		}
-		if r := recv(t, cancelled); !errors.Is(r.err, idem.ErrClosed) || r.out != idem.Executed {
+		if r := idemtest.Recv(t, cancelled); !errors.Is(r.Err, idem.ErrClosed) || r.Out != idem.Executed {
 			t.Fatalf("cancelled owner: %+v", r)
 		}
-		if r := recv(t, finishing); r.err != nil || r.v != "finished anyway" {
+		if r := idemtest.Recv(t, finishing); r.Err != nil || r.V != "finished anyway" {
 			t.Fatalf("finishing owner: %+v", r)
 		}
 		// The finished side effect was recorded before Close returned; the
@@ -59,7 +60,7 @@ func TestCloseAnswersEveryone(t *testing.T) {
 		if _, err := mem.Get(bg, "cancelled"); !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("cancelled key: %v, want released", err)
 		}
-		if _, err := idem.Do(bg, rt, "later", mustNotRun(t)); !errors.Is(err, idem.ErrClosed) {
+		if _, err := idem.Do(bg, rt, "later", idemtest.MustNotRun(t)); !errors.Is(err, idem.ErrClosed) {
 			t.Fatalf("Do after Close: %v", err)
 		}
 		if err := rt.Forget(bg, "later"); !errors.Is(err, idem.ErrClosed) {
@@ -78,16 +79,16 @@ func TestCloseDeadline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := newGate()
-	owner := goDo(bg, rt, "k", g.fn("late", nil))
-	<-g.started
+	g := idemtest.NewGate()
+	owner := idemtest.GoDo(bg, rt, "k", g.Fn("late", nil))
+	<-g.Started
 	ctx, cancel := context.WithTimeout(bg, 50*time.Millisecond)
 	defer cancel()
 	if err := rt.Close(ctx); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Close: %v, want its deadline", err)
 	}
-	close(g.open)
-	if r := recv(t, owner); !errors.Is(r.err, idem.ErrClosed) {
+	close(g.Open)
+	if r := idemtest.Recv(t, owner); !errors.Is(r.Err, idem.ErrClosed) {
 		t.Fatalf("owner after a forced close: %+v", r)
 	}
 }
@@ -98,7 +99,7 @@ func TestCloseIdle(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := idem.Do(bg, rt, "k", value("v")); err != nil {
+		if _, err := idem.Do(bg, rt, "k", idemtest.Value("v")); err != nil {
 			t.Fatal(err)
 		}
 		if err := rt.Close(bg); err != nil {

@@ -38,6 +38,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/idemrt/idem"
+	"github.com/idemrt/idem/internal/idemtest"
 	"github.com/idemrt/idem/store"
 	"github.com/idemrt/idem/store/memstore"
 )
@@ -290,7 +291,7 @@ func fuzzRuntimes(f *testing.F, n int) (*memstore.Store, []*idem.Runtime) {
 	f.Cleanup(func() { st.Close() })
 	rts := make([]*idem.Runtime, n)
 	for i := range rts {
-		rts[i] = newRuntime(f, idem.Options{Store: st, Shards: 1, CacheEntries: 1024})
+		rts[i] = idemtest.Runtime(f, idem.Options{Store: st, Shards: 1, CacheEntries: 1024})
 	}
 	return st, rts
 }

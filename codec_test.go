@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/idemrt/idem"
+	"github.com/idemrt/idem/internal/idemtest"
 	"github.com/idemrt/idem/store/memstore"
 )
 
@@ -14,13 +15,13 @@ import (
 func TestJSONReplayCoercesInvalidUTF8(t *testing.T) {
 	st := memstore.New(memstore.Options{})
 	t.Cleanup(func() { st.Close() })
-	a := newRuntime(t, idem.Options{Store: st})
-	b := newRuntime(t, idem.Options{Store: st})
+	a := idemtest.Runtime(t, idem.Options{Store: st})
+	b := idemtest.Runtime(t, idem.Options{Store: st})
 	v, err := idem.Do(bg, a, "k", func(context.Context) (string, error) { return "a\xffb", nil })
 	if err != nil || v != "a\xffb" {
 		t.Fatalf("owner: %q, %v", v, err)
 	}
-	v, err = idem.Do(bg, b, "k", mustNotRun(t))
+	v, err = idem.Do(bg, b, "k", idemtest.MustNotRun(t))
 	if err != nil || v != "a\uFFFDb" {
 		t.Fatalf("replay in another process: %q, %v; want %q", v, err, "a\uFFFDb")
 	}

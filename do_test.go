@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/idemrt/idem"
+	"github.com/idemrt/idem/internal/idemtest"
 	"github.com/idemrt/idem/store"
 )
 
@@ -17,23 +18,23 @@ import (
 // the others joined.
 func TestStormRunsOnce(t *testing.T) {
 	modes(t, func(t *testing.T, wrap func(store.Store) store.Store) {
-		rt := newRuntime(t, idem.Options{Store: wrap(memStore(nil))})
+		rt := idemtest.Runtime(t, idem.Options{Store: wrap(memStore(nil))})
 		const n = 200
-		g := newGate()
-		chans := make([]<-chan result, n)
+		g := idemtest.NewGate()
+		chans := make([]<-chan idemtest.Result, n)
 		for i := range chans {
-			chans[i] = goDo(bg, rt, "storm", g.fn("charged", nil))
+			chans[i] = idemtest.GoDo(bg, rt, "storm", g.Fn("charged", nil))
 		}
-		<-g.started
+		<-g.Started
 		waitersAre(t, rt, n-1)
-		close(g.open)
+		close(g.Open)
 		counts := map[idem.Outcome]int{}
 		for _, ch := range chans {
-			r := recv(t, ch)
-			if r.err != nil || r.v != "charged" {
-				t.Fatalf("caller got %q, %v", r.v, r.err)
+			r := idemtest.Recv(t, ch)
+			if r.Err != nil || r.V != "charged" {
+				t.Fatalf("caller got %q, %v", r.V, r.Err)
 			}
-			counts[r.out]++
+			counts[r.Out]++
 		}
 		if g.Runs() != 1 || counts[idem.Executed] != 1 || counts[idem.Joined] != n-1 {
 			t.Fatalf("runs %d, outcomes %v; want 1 run, 1 executed, %d joined", g.Runs(), counts, n-1)
@@ -47,7 +48,7 @@ func TestStormRunsOnce(t *testing.T) {
 // Many goroutines on overlapping keys: every key runs exactly once.
 func TestOverlappingKeysRunOnce(t *testing.T) {
 	modes(t, func(t *testing.T, wrap func(store.Store) store.Store) {
-		rt := newRuntime(t, idem.Options{Store: wrap(memStore(nil)), CacheEntries: 16})
+		rt := idemtest.Runtime(t, idem.Options{Store: wrap(memStore(nil)), CacheEntries: 16})
 		const keys, callers = 300, 16
 		var runs [keys]atomic.Int32
 		var wg sync.WaitGroup
@@ -77,12 +78,12 @@ func TestOverlappingKeysRunOnce(t *testing.T) {
 func TestLaterCallsReplay(t *testing.T) {
 	for _, disable := range []bool{false, true} {
 		t.Run(fmt.Sprint("cache disabled=", disable), func(t *testing.T) {
-			rt := newRuntime(t, idem.Options{DisableCache: disable})
-			if _, err := idem.Do(bg, rt, "k", value("first")); err != nil {
+			rt := idemtest.Runtime(t, idem.Options{DisableCache: disable})
+			if _, err := idem.Do(bg, rt, "k", idemtest.Value("first")); err != nil {
 				t.Fatal(err)
 			}
 			var out idem.Outcome
-			v, err := idem.Do(bg, rt, "k", mustNotRun(t), idem.WithOutcome(&out))
+			v, err := idem.Do(bg, rt, "k", idemtest.MustNotRun(t), idem.WithOutcome(&out))
 			if err != nil || v != "first" || out != idem.Replayed {
 				t.Fatalf("replay = %q, %v, %v", v, err, out)
 			}
@@ -92,11 +93,11 @@ func TestLaterCallsReplay(t *testing.T) {
 
 func TestSettleZeroFailsFast(t *testing.T) {
 	modes(t, func(t *testing.T, wrap func(store.Store) store.Store) {
-		rt := newRuntime(t, idem.Options{Store: wrap(memStore(nil)), Lease: time.Minute})
-		g := newGate()
-		owner := goDo(bg, rt, "k", g.fn("v", nil))
-		<-g.started
-		_, err := idem.Do(bg, rt, "k", mustNotRun(t), idem.WithSettle(0))
+		rt := idemtest.Runtime(t, idem.Options{Store: wrap(memStore(nil)), Lease: time.Minute})
+		g := idemtest.NewGate()
+		owner := idemtest.GoDo(bg, rt, "k", g.Fn("v", nil))
+		<-g.Started
+		_, err := idem.Do(bg, rt, "k", idemtest.MustNotRun(t), idem.WithSettle(0))
 		var ce *idem.ConflictError
 		if !errors.Is(err, idem.ErrConflict) || !errors.As(err, &ce) {
 			t.Fatalf("err = %v, want a *ConflictError", err)
@@ -104,8 +105,8 @@ func TestSettleZeroFailsFast(t *testing.T) {
 		if ce.Key != "k" || ce.State != "in-progress" || ce.LeaseLeft <= 0 || ce.LeaseLeft > time.Minute {
 			t.Fatalf("conflict details %+v", ce)
 		}
-		close(g.open)
-		if r := recv(t, owner); r.err != nil || r.out != idem.Executed {
+		close(g.Open)
+		if r := idemtest.Recv(t, owner); r.Err != nil || r.Out != idem.Executed {
 			t.Fatalf("owner: %+v", r)
 		}
 	})
@@ -115,32 +116,32 @@ func TestSettleZeroFailsFast(t *testing.T) {
 // other waiters are not disturbed.
 func TestSettleTimeoutLeavesEntry(t *testing.T) {
 	modes(t, func(t *testing.T, wrap func(store.Store) store.Store) {
-		clk := fakeClock()
-		rt := newRuntime(t, idem.Options{Store: wrap(memStore(clk)), Clock: clk})
-		g := newGate()
+		clk := idemtest.FakeClock()
+		rt := idemtest.Runtime(t, idem.Options{Store: wrap(memStore(clk)), Clock: clk})
+		g := idemtest.NewGate()
 		var ownerCtx context.Context
-		owner := goDo(bg, rt, "k", func(ctx context.Context) (string, error) {
+		owner := idemtest.GoDo(bg, rt, "k", func(ctx context.Context) (string, error) {
 			ownerCtx = ctx
-			return g.fn("v", nil)(ctx)
+			return g.Fn("v", nil)(ctx)
 		})
-		<-g.started
-		short := goDo(bg, rt, "k", mustNotRun(t), idem.WithSettle(time.Second))
-		patient := goDo(bg, rt, "k", mustNotRun(t))
+		<-g.Started
+		short := idemtest.GoDo(bg, rt, "k", idemtest.MustNotRun(t), idem.WithSettle(time.Second))
+		patient := idemtest.GoDo(bg, rt, "k", idemtest.MustNotRun(t))
 		waitersAre(t, rt, 2)
 		clk.Advance(time.Second)
-		r := recv(t, short)
-		if !errors.Is(r.err, idem.ErrConflict) {
+		r := idemtest.Recv(t, short)
+		if !errors.Is(r.Err, idem.ErrConflict) {
 			t.Fatalf("short waiter: %+v, want ErrConflict", r)
 		}
 		waitersAre(t, rt, 1)
 		if ownerCtx.Err() != nil {
 			t.Fatal("a waiter's timeout cancelled the owner")
 		}
-		close(g.open)
-		if r := recv(t, patient); r.err != nil || r.v != "v" || r.out != idem.Joined {
+		close(g.Open)
+		if r := idemtest.Recv(t, patient); r.Err != nil || r.V != "v" || r.Out != idem.Joined {
 			t.Fatalf("patient waiter: %+v", r)
 		}
-		if r := recv(t, owner); r.err != nil || r.v != "v" {
+		if r := idemtest.Recv(t, owner); r.Err != nil || r.V != "v" {
 			t.Fatalf("owner: %+v", r)
 		}
 	})
@@ -150,24 +151,24 @@ func TestSettleTimeoutLeavesEntry(t *testing.T) {
 // the result.
 func TestWaiterCancelOnlyLeaves(t *testing.T) {
 	modes(t, func(t *testing.T, wrap func(store.Store) store.Store) {
-		rt := newRuntime(t, idem.Options{Store: wrap(memStore(nil))})
-		g := newGate()
-		owner := goDo(bg, rt, "k", g.fn("v", nil))
-		<-g.started
+		rt := idemtest.Runtime(t, idem.Options{Store: wrap(memStore(nil))})
+		g := idemtest.NewGate()
+		owner := idemtest.GoDo(bg, rt, "k", g.Fn("v", nil))
+		<-g.Started
 		ctx, cancel := context.WithCancel(bg)
-		leaver := goDo(ctx, rt, "k", mustNotRun(t))
-		stayer := goDo(bg, rt, "k", mustNotRun(t))
+		leaver := idemtest.GoDo(ctx, rt, "k", idemtest.MustNotRun(t))
+		stayer := idemtest.GoDo(bg, rt, "k", idemtest.MustNotRun(t))
 		waitersAre(t, rt, 2)
 		cancel()
-		if r := recv(t, leaver); !errors.Is(r.err, context.Canceled) {
+		if r := idemtest.Recv(t, leaver); !errors.Is(r.Err, context.Canceled) {
 			t.Fatalf("cancelled waiter: %+v", r)
 		}
 		waitersAre(t, rt, 1)
-		close(g.open)
-		if r := recv(t, stayer); r.err != nil || r.v != "v" {
+		close(g.Open)
+		if r := idemtest.Recv(t, stayer); r.Err != nil || r.V != "v" {
 			t.Fatalf("other waiter: %+v", r)
 		}
-		if r := recv(t, owner); r.err != nil {
+		if r := idemtest.Recv(t, owner); r.Err != nil {
 			t.Fatalf("owner: %+v", r)
 		}
 	})
@@ -177,29 +178,29 @@ func TestWaiterCancelOnlyLeaves(t *testing.T) {
 // (under a context that is not cancelled) and its result is stored.
 func TestOwnerCancelKeepsWork(t *testing.T) {
 	modes(t, func(t *testing.T, wrap func(store.Store) store.Store) {
-		rt := newRuntime(t, idem.Options{Store: wrap(memStore(nil))})
-		g := newGate()
+		rt := idemtest.Runtime(t, idem.Options{Store: wrap(memStore(nil))})
+		g := idemtest.NewGate()
 		var fnCtx context.Context
 		ctx, cancel := context.WithCancel(context.WithValue(bg, ctxKey{}, "carried"))
-		owner := goDo(ctx, rt, "k", func(c context.Context) (string, error) {
+		owner := idemtest.GoDo(ctx, rt, "k", func(c context.Context) (string, error) {
 			fnCtx = c
-			return g.fn("v", nil)(c)
+			return g.Fn("v", nil)(c)
 		})
-		<-g.started
-		waiter := goDo(bg, rt, "k", mustNotRun(t))
+		<-g.Started
+		waiter := idemtest.GoDo(bg, rt, "k", idemtest.MustNotRun(t))
 		waitersAre(t, rt, 1)
 		cancel()
-		if r := recv(t, owner); !errors.Is(r.err, context.Canceled) || r.out != idem.Executed {
+		if r := idemtest.Recv(t, owner); !errors.Is(r.Err, context.Canceled) || r.Out != idem.Executed {
 			t.Fatalf("cancelled owner: %+v", r)
 		}
 		if fnCtx.Err() != nil || fnCtx.Value(ctxKey{}) != "carried" {
 			t.Fatalf("fn context: err %v value %v; want not cancelled, values kept", fnCtx.Err(), fnCtx.Value(ctxKey{}))
 		}
-		close(g.open)
-		if r := recv(t, waiter); r.err != nil || r.v != "v" || r.out != idem.Joined {
+		close(g.Open)
+		if r := idemtest.Recv(t, waiter); r.Err != nil || r.V != "v" || r.Out != idem.Joined {
 			t.Fatalf("waiter: %+v", r)
 		}
-		v, err := idem.Do(bg, rt, "k", mustNotRun(t))
+		v, err := idem.Do(bg, rt, "k", idemtest.MustNotRun(t))
 		if err != nil || v != "v" {
 			t.Fatalf("later call: %q, %v", v, err)
 		}
@@ -209,7 +210,7 @@ func TestOwnerCancelKeepsWork(t *testing.T) {
 type ctxKey struct{}
 
 func TestOwnerDeadlineBoundsFunction(t *testing.T) {
-	rt := newRuntime(t, idem.Options{})
+	rt := idemtest.Runtime(t, idem.Options{})
 	ctx, cancel := context.WithTimeout(bg, time.Hour)
 	defer cancel()
 	want, _ := ctx.Deadline()
@@ -228,26 +229,26 @@ var errDeclined = errors.New("card declined")
 
 func TestPermanentErrorReplayed(t *testing.T) {
 	modes(t, func(t *testing.T, wrap func(store.Store) store.Store) {
-		clk := fakeClock()
-		rt := newRuntime(t, idem.Options{Store: wrap(memStore(clk)), Clock: clk})
-		g := newGate()
-		owner := goDo(bg, rt, "k", g.fn("", idem.Permanent(errDeclined)), idem.WithTTL(time.Hour))
-		<-g.started
-		waiter := goDo(bg, rt, "k", mustNotRun(t))
+		clk := idemtest.FakeClock()
+		rt := idemtest.Runtime(t, idem.Options{Store: wrap(memStore(clk)), Clock: clk})
+		g := idemtest.NewGate()
+		owner := idemtest.GoDo(bg, rt, "k", g.Fn("", idem.Permanent(errDeclined)), idem.WithTTL(time.Hour))
+		<-g.Started
+		waiter := idemtest.GoDo(bg, rt, "k", idemtest.MustNotRun(t))
 		waitersAre(t, rt, 1)
-		close(g.open)
-		for _, r := range []result{recv(t, owner), recv(t, waiter)} {
-			if !errors.Is(r.err, errDeclined) || !idem.IsPermanent(r.err) {
-				t.Fatalf("%v: err %v, want the permanent decline", r.out, r.err)
+		close(g.Open)
+		for _, r := range []idemtest.Result{idemtest.Recv(t, owner), idemtest.Recv(t, waiter)} {
+			if !errors.Is(r.Err, errDeclined) || !idem.IsPermanent(r.Err) {
+				t.Fatalf("%v: err %v, want the permanent decline", r.Out, r.Err)
 			}
 		}
 		var out idem.Outcome
-		_, err := idem.Do(bg, rt, "k", mustNotRun(t), idem.WithOutcome(&out))
+		_, err := idem.Do(bg, rt, "k", idemtest.MustNotRun(t), idem.WithOutcome(&out))
 		if !errors.Is(err, errDeclined) || out != idem.Replayed {
 			t.Fatalf("replay: %v %v", err, out)
 		}
 		clk.Advance(time.Hour)
-		v, err := idem.Do(bg, rt, "k", value("retried"))
+		v, err := idem.Do(bg, rt, "k", idemtest.Value("retried"))
 		if err != nil || v != "retried" {
 			t.Fatalf("after the TTL: %q, %v; want a new run", v, err)
 		}
@@ -258,8 +259,8 @@ func TestPermanentErrorReplayed(t *testing.T) {
 // comes back as a *ReplayedError with its message.
 func TestPermanentErrorFromStore(t *testing.T) {
 	st := memStore(nil)
-	rt1 := newRuntime(t, idem.Options{Store: st})
-	rt2 := newRuntime(t, idem.Options{Store: st})
+	rt1 := idemtest.Runtime(t, idem.Options{Store: st})
+	rt2 := idemtest.Runtime(t, idem.Options{Store: st})
 	_, err := idem.Do(bg, rt1, "k", func(context.Context) (int, error) { return 0, idem.Permanent(errDeclined) })
 	if !errors.Is(err, errDeclined) {
 		t.Fatal(err)
@@ -273,14 +274,14 @@ func TestPermanentErrorFromStore(t *testing.T) {
 
 func TestClassifier(t *testing.T) {
 	isDecline := func(err error) bool { return errors.Is(err, errDeclined) }
-	rt := newRuntime(t, idem.Options{Classifier: isDecline})
+	rt := idemtest.Runtime(t, idem.Options{Classifier: isDecline})
 	_, err := idem.Do(bg, rt, "a", value2("", errDeclined))
-	_, err2 := idem.Do(bg, rt, "a", mustNotRun(t))
+	_, err2 := idem.Do(bg, rt, "a", idemtest.MustNotRun(t))
 	if !errors.Is(err, errDeclined) || !errors.Is(err2, errDeclined) {
 		t.Fatalf("Options.Permanent: %v, then %v", err, err2)
 	}
 	_, err = idem.Do(bg, rt, "b", value2("", errDeclined), idem.WithClassifier(func(error) bool { return false }))
-	v, err2 := idem.Do(bg, rt, "b", value("ran again"))
+	v, err2 := idem.Do(bg, rt, "b", idemtest.Value("ran again"))
 	if !errors.Is(err, errDeclined) || err2 != nil || v != "ran again" {
 		t.Fatalf("WithClassifier(false): %v, then %q %v", err, v, err2)
 	}
@@ -296,7 +297,7 @@ var errTransient = errors.New("connection reset")
 // one waiter is handed the key and runs; the others get that run's result.
 func TestTransientErrorHandsOff(t *testing.T) {
 	modes(t, func(t *testing.T, wrap func(store.Store) store.Store) {
-		rt := newRuntime(t, idem.Options{Store: wrap(memStore(nil))})
+		rt := idemtest.Runtime(t, idem.Options{Store: wrap(memStore(nil))})
 		var runs atomic.Int32
 		first := make(chan struct{})
 		release := make(chan struct{})
@@ -308,24 +309,24 @@ func TestTransientErrorHandsOff(t *testing.T) {
 			}
 			return "second run", nil
 		}
-		owner := goDo(bg, rt, "k", fn)
+		owner := idemtest.GoDo(bg, rt, "k", fn)
 		<-first
-		var waiters []<-chan result
+		var waiters []<-chan idemtest.Result
 		for range 5 {
-			waiters = append(waiters, goDo(bg, rt, "k", fn))
+			waiters = append(waiters, idemtest.GoDo(bg, rt, "k", fn))
 		}
 		waitersAre(t, rt, 5)
 		close(release)
-		if r := recv(t, owner); !errors.Is(r.err, errTransient) || r.out != idem.Executed {
+		if r := idemtest.Recv(t, owner); !errors.Is(r.Err, errTransient) || r.Out != idem.Executed {
 			t.Fatalf("owner: %+v", r)
 		}
 		counts := map[idem.Outcome]int{}
 		for _, ch := range waiters {
-			r := recv(t, ch)
-			if r.err != nil || r.v != "second run" {
+			r := idemtest.Recv(t, ch)
+			if r.Err != nil || r.V != "second run" {
 				t.Fatalf("waiter: %+v", r)
 			}
-			counts[r.out]++
+			counts[r.Out]++
 		}
 		if runs.Load() != 2 || counts[idem.Executed] != 1 || counts[idem.Joined] != 4 {
 			t.Fatalf("runs %d, outcomes %v; want 2 runs, one waiter executed", runs.Load(), counts)
@@ -334,12 +335,12 @@ func TestTransientErrorHandsOff(t *testing.T) {
 }
 
 func TestTransientErrorReleases(t *testing.T) {
-	rt := newRuntime(t, idem.Options{})
+	rt := idemtest.Runtime(t, idem.Options{})
 	if _, err := idem.Do(bg, rt, "k", value2("", errTransient)); !errors.Is(err, errTransient) {
 		t.Fatal(err)
 	}
 	var out idem.Outcome
-	v, err := idem.Do(bg, rt, "k", value("ok"), idem.WithOutcome(&out))
+	v, err := idem.Do(bg, rt, "k", idemtest.Value("ok"), idem.WithOutcome(&out))
 	if err != nil || v != "ok" || out != idem.Executed {
 		t.Fatalf("retry: %q %v %v", v, err, out)
 	}
@@ -347,24 +348,24 @@ func TestTransientErrorReleases(t *testing.T) {
 
 func TestPanicReachesEveryone(t *testing.T) {
 	modes(t, func(t *testing.T, wrap func(store.Store) store.Store) {
-		rt := newRuntime(t, idem.Options{Store: wrap(memStore(nil))})
-		g := newGate()
-		owner := goDo(bg, rt, "k", func(ctx context.Context) (string, error) {
-			_, _ = g.fn("", nil)(ctx)
+		rt := idemtest.Runtime(t, idem.Options{Store: wrap(memStore(nil))})
+		g := idemtest.NewGate()
+		owner := idemtest.GoDo(bg, rt, "k", func(ctx context.Context) (string, error) {
+			_, _ = g.Fn("", nil)(ctx)
 			panic("boom")
 		})
-		<-g.started
-		waiters := []<-chan result{goDo(bg, rt, "k", mustNotRun(t)), goDo(bg, rt, "k", mustNotRun(t))}
+		<-g.Started
+		waiters := []<-chan idemtest.Result{idemtest.GoDo(bg, rt, "k", idemtest.MustNotRun(t)), idemtest.GoDo(bg, rt, "k", idemtest.MustNotRun(t))}
 		waitersAre(t, rt, 2)
-		close(g.open)
+		close(g.Open)
 		for _, ch := range append(waiters, owner) {
-			r := recv(t, ch)
+			r := idemtest.Recv(t, ch)
 			var pe *idem.PanicError
-			if !errors.As(r.err, &pe) || pe.Value != "boom" || pe.Key != "k" || len(pe.Stack) == 0 {
+			if !errors.As(r.Err, &pe) || pe.Value != "boom" || pe.Key != "k" || len(pe.Stack) == 0 {
 				t.Fatalf("got %+v, want a *PanicError", r)
 			}
 		}
-		v, err := idem.Do(bg, rt, "k", value("after"))
+		v, err := idem.Do(bg, rt, "k", idemtest.Value("after"))
 		if err != nil || v != "after" {
 			t.Fatalf("after a panic the key must be free: %q %v", v, err)
 		}
@@ -372,7 +373,7 @@ func TestPanicReachesEveryone(t *testing.T) {
 }
 
 func TestPanicErrorUnwraps(t *testing.T) {
-	rt := newRuntime(t, idem.Options{})
+	rt := idemtest.Runtime(t, idem.Options{})
 	_, err := idem.Do(bg, rt, "k", func(context.Context) (int, error) { panic(errDeclined) })
 	if !errors.Is(err, errDeclined) {
 		t.Fatalf("err = %v; a panic with an error value unwraps to it", err)
@@ -381,24 +382,24 @@ func TestPanicErrorUnwraps(t *testing.T) {
 
 // runtime.Goexit in the owner (t.FailNow) releases the key to a waiter.
 func TestGoexitHandsOff(t *testing.T) {
-	rt := newRuntime(t, idem.Options{})
-	g := newGate()
+	rt := idemtest.Runtime(t, idem.Options{})
+	g := idemtest.NewGate()
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		_, _ = idem.Do(bg, rt, "k", func(ctx context.Context) (string, error) {
-			_, _ = g.fn("", nil)(ctx)
+			_, _ = g.Fn("", nil)(ctx)
 			runtimeGoexit()
 			return "", nil
 		})
 		t.Error("Do returned after Goexit")
 	}()
-	<-g.started
-	waiter := goDo(bg, rt, "k", value("waiter ran"))
+	<-g.Started
+	waiter := idemtest.GoDo(bg, rt, "k", idemtest.Value("waiter ran"))
 	waitersAre(t, rt, 1)
-	close(g.open)
+	close(g.Open)
 	<-done
-	if r := recv(t, waiter); r.err != nil || r.v != "waiter ran" || r.out != idem.Executed {
+	if r := idemtest.Recv(t, waiter); r.Err != nil || r.V != "waiter ran" || r.Out != idem.Executed {
 		t.Fatalf("waiter: %+v", r)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/idemrt/idem"
+	"github.com/idemrt/idem/internal/idemtest"
 	"github.com/idemrt/idem/store"
 	"github.com/idemrt/idem/store/memstore"
 )
@@ -82,33 +83,33 @@ func started(t testing.TB, s *stepFn, who string) {
 // ErrLeaseLost when another caller waits.
 func TestHandOffGetsItsOwnLease(t *testing.T) {
 	modes(t, func(t *testing.T, wrap func(store.Store) store.Store) {
-		clk := fakeClock()
-		rt := newRuntime(t, idem.Options{Store: wrap(memStore(clk)), Clock: clk})
+		clk := idemtest.FakeClock()
+		rt := idemtest.Runtime(t, idem.Options{Store: wrap(memStore(clk)), Clock: clk})
 		opts := []idem.CallOption{idem.WithLease(time.Second), idem.WithoutRenewal(), idem.WithSettle(time.Hour)}
 		a, b := newStepFn(t), newStepFn(t)
-		ownerA := goDo(bg, rt, "k", a.fn, opts...)
+		ownerA := idemtest.GoDo(bg, rt, "k", a.fn, opts...)
 		started(t, a, "A")
-		waiterB := goDo(bg, rt, "k", b.fn, opts...)
+		waiterB := idemtest.GoDo(bg, rt, "k", b.fn, opts...)
 		waitersAre(t, rt, 1)
 
 		clk.Advance(900 * time.Millisecond)
 		a.ret <- stepRet{err: errTransient}
-		if r := recv(t, ownerA); !errors.Is(r.err, errTransient) {
+		if r := idemtest.Recv(t, ownerA); !errors.Is(r.Err, errTransient) {
 			t.Fatalf("A: %+v, want its transient error", r)
 		}
 		started(t, b, "B (handed the key)")
-		waiterC := goDo(bg, rt, "k", mustNotRun(t), opts...)
+		waiterC := idemtest.GoDo(bg, rt, "k", idemtest.MustNotRun(t), opts...)
 		waitersAre(t, rt, 1)
 
 		clk.Advance(200 * time.Millisecond) // 1.1 s: A's lease is over, B's is not
 		b.ret <- stepRet{v: "B"}
-		if r := recv(t, waiterB); r.err != nil || r.v != "B" || r.out != idem.Executed {
+		if r := idemtest.Recv(t, waiterB); r.Err != nil || r.V != "B" || r.Out != idem.Executed {
 			t.Fatalf("B: %+v, want its own result stored (it held a lease of its own to 1.9 s)", r)
 		}
 		if b.wasCanceled() {
 			t.Error("B's context was cancelled at 1.1 s, within its own lease")
 		}
-		if r := recv(t, waiterC); r.err != nil || r.v != "B" || r.out != idem.Joined {
+		if r := idemtest.Recv(t, waiterC); r.Err != nil || r.V != "B" || r.Out != idem.Joined {
 			t.Fatalf("C: %+v, want B's result", r)
 		}
 	})
@@ -120,29 +121,29 @@ func TestHandOffGetsItsOwnLease(t *testing.T) {
 // before the waiter's first renewal.
 func TestHandOffToRenewingWaiterKeepsOtherRuntimesOut(t *testing.T) {
 	modes(t, func(t *testing.T, wrap func(store.Store) store.Store) {
-		clk := fakeClock()
+		clk := idemtest.FakeClock()
 		mem := memStore(clk)
-		rt1 := newRuntime(t, idem.Options{Store: wrap(mem), Clock: clk})
-		rt2 := newRuntime(t, idem.Options{Store: wrap(mem), Clock: clk})
+		rt1 := idemtest.Runtime(t, idem.Options{Store: wrap(mem), Clock: clk})
+		rt2 := idemtest.Runtime(t, idem.Options{Store: wrap(mem), Clock: clk})
 		lease := idem.WithLease(time.Second)
 		a, b := newStepFn(t), newStepFn(t)
-		ownerA := goDo(bg, rt1, "k", a.fn, lease, idem.WithoutRenewal())
+		ownerA := idemtest.GoDo(bg, rt1, "k", a.fn, lease, idem.WithoutRenewal())
 		started(t, a, "A")
-		waiterB := goDo(bg, rt1, "k", b.fn, lease, idem.WithSettle(time.Hour))
+		waiterB := idemtest.GoDo(bg, rt1, "k", b.fn, lease, idem.WithSettle(time.Hour))
 		waitersAre(t, rt1, 1)
 
 		clk.Advance(900 * time.Millisecond)
 		a.ret <- stepRet{err: errTransient}
-		recv(t, ownerA)
+		idemtest.Recv(t, ownerA)
 		started(t, b, "B (handed the key)")
 
 		clk.Advance(200 * time.Millisecond) // 1.1 s: past A's lease, before B's first renewal
-		_, err := idem.Do(bg, rt2, "k", mustNotRun(t), lease, idem.WithSettle(0))
+		_, err := idem.Do(bg, rt2, "k", idemtest.MustNotRun(t), lease, idem.WithSettle(0))
 		if !errors.Is(err, idem.ErrConflict) {
 			t.Fatalf("runtime 2 while B runs: %v, want ErrConflict (B holds the key)", err)
 		}
 		b.ret <- stepRet{v: "B"}
-		if r := recv(t, waiterB); r.err != nil || r.v != "B" {
+		if r := idemtest.Recv(t, waiterB); r.Err != nil || r.V != "B" {
 			t.Fatalf("B: %+v, want its result stored", r)
 		}
 	})
@@ -154,31 +155,31 @@ func TestHandOffToRenewingWaiterKeepsOtherRuntimesOut(t *testing.T) {
 // keep the key locked for the first owner's 60 s.
 func TestLetGoDoesNotLockKeyForEarlierOwnersLease(t *testing.T) {
 	modes(t, func(t *testing.T, wrap func(store.Store) store.Store) {
-		clk := fakeClock()
-		rt := newRuntime(t, idem.Options{Store: wrap(memStore(clk)), Clock: clk})
+		clk := idemtest.FakeClock()
+		rt := idemtest.Runtime(t, idem.Options{Store: wrap(memStore(clk)), Clock: clk})
 		settle := idem.WithSettle(time.Hour)
 		a, b, c := newStepFn(t), newStepFn(t), newStepFn(t)
-		ownerA := goDo(bg, rt, "k", a.fn, idem.WithLease(time.Minute), settle)
+		ownerA := idemtest.GoDo(bg, rt, "k", a.fn, idem.WithLease(time.Minute), settle)
 		started(t, a, "A")
 		hard := []idem.CallOption{idem.WithLease(time.Second), idem.WithoutRenewal(), settle}
-		waiterB := goDo(bg, rt, "k", b.fn, hard...)
+		waiterB := idemtest.GoDo(bg, rt, "k", b.fn, hard...)
 		waitersAre(t, rt, 1)
 
 		clk.Advance(500 * time.Millisecond)
 		a.ret <- stepRet{err: errTransient}
-		recv(t, ownerA)
+		idemtest.Recv(t, ownerA)
 		started(t, b, "B (handed the key)")
-		waiterC := goDo(bg, rt, "k", c.fn, hard...)
+		waiterC := idemtest.GoDo(bg, rt, "k", c.fn, hard...)
 		waitersAre(t, rt, 1)
 
 		clk.Advance(time.Second) // 1.5 s: B's own lease ends; C takes over
 		started(t, c, "C (after B was let go)")
 		c.ret <- stepRet{v: "C"}
-		if r := recv(t, waiterC); r.err != nil || r.v != "C" || r.out != idem.Executed {
+		if r := idemtest.Recv(t, waiterC); r.Err != nil || r.V != "C" || r.Out != idem.Executed {
 			t.Fatalf("C: %+v, want its own run", r)
 		}
 		b.ret <- stepRet{v: "B"}
-		if r := recv(t, waiterB); !errors.Is(r.err, idem.ErrLeaseLost) {
+		if r := idemtest.Recv(t, waiterB); !errors.Is(r.Err, idem.ErrLeaseLost) {
 			t.Fatalf("B, let go at the end of its lease: %+v, want ErrLeaseLost", r)
 		}
 		if !b.wasCanceled() {
@@ -218,15 +219,15 @@ func (h *heldExtend) Subscribe(ctx context.Context, fn func(string)) (string, fu
 // owner failed and the key went to a waiter without renewal leaves the
 // waiter's lease hard: it is let go when its own lease ends.
 func TestLateRenewalDoesNotRenewHardLease(t *testing.T) {
-	clk := fakeClock()
+	clk := idemtest.FakeClock()
 	h := &heldExtend{Store: memStore(clk), hold: true, applied: make(chan struct{}, 1), release: make(chan struct{})}
-	rt := newRuntime(t, idem.Options{Store: h, Clock: clk})
+	rt := idemtest.Runtime(t, idem.Options{Store: h, Clock: clk})
 	settle := idem.WithSettle(time.Hour)
 	lease := idem.WithLease(3 * time.Second)
 	a, b, c := newStepFn(t), newStepFn(t), newStepFn(t)
-	ownerA := goDo(bg, rt, "k", a.fn, lease, settle)
+	ownerA := idemtest.GoDo(bg, rt, "k", a.fn, lease, settle)
 	started(t, a, "A")
-	waiterB := goDo(bg, rt, "k", b.fn, lease, idem.WithoutRenewal(), settle)
+	waiterB := idemtest.GoDo(bg, rt, "k", b.fn, lease, idem.WithoutRenewal(), settle)
 	waitersAre(t, rt, 1)
 
 	clk.Advance(time.Second) // A's renewal goes out; its answer is held
@@ -235,13 +236,13 @@ func TestLateRenewalDoesNotRenewHardLease(t *testing.T) {
 	a.ret <- stepRet{err: errTransient}
 	// Let the shard take A's failure first: it either hands the key to B
 	// at once or queues A's release (behind the held renewal).
-	eventually(t, "the shard to take A's failure", func() bool {
+	idemtest.Eventually(t, "the shard to take A's failure", func() bool {
 		return len(b.started) > 0 || rt.Stats().Ops > ops
 	})
 	close(h.release) // now the renewal's answer arrives, late
-	recv(t, ownerA)
+	idemtest.Recv(t, ownerA)
 	started(t, b, "B (handed the key)")
-	waiterC := goDo(bg, rt, "k", c.fn, lease, idem.WithoutRenewal(), settle)
+	waiterC := idemtest.GoDo(bg, rt, "k", c.fn, lease, idem.WithoutRenewal(), settle)
 	waitersAre(t, rt, 1)
 
 	for range 4 { // to 5 s: past the end of B's hard lease (at most 4 s)
@@ -249,11 +250,11 @@ func TestLateRenewalDoesNotRenewHardLease(t *testing.T) {
 	}
 	started(t, c, "C (after B's hard lease ended)")
 	c.ret <- stepRet{v: "C"}
-	if r := recv(t, waiterC); r.err != nil || r.v != "C" {
+	if r := idemtest.Recv(t, waiterC); r.Err != nil || r.V != "C" {
 		t.Fatalf("C: %+v", r)
 	}
 	b.ret <- stepRet{v: "B"}
-	if r := recv(t, waiterB); !errors.Is(r.err, idem.ErrLeaseLost) {
+	if r := idemtest.Recv(t, waiterB); !errors.Is(r.Err, idem.ErrLeaseLost) {
 		t.Fatalf("B: %+v, want ErrLeaseLost (its hard lease ended)", r)
 	}
 }
@@ -264,26 +265,26 @@ func TestLateRenewalDoesNotRenewHardLease(t *testing.T) {
 // answer it gets from the stored record afterwards.
 func TestHandOffTakesNewOwnersFingerprint(t *testing.T) {
 	modes(t, func(t *testing.T, wrap func(store.Store) store.Store) {
-		rt := newRuntime(t, idem.Options{Store: wrap(memStore(nil))})
+		rt := idemtest.Runtime(t, idem.Options{Store: wrap(memStore(nil))})
 		settle := idem.WithSettle(time.Hour)
 		a, b := newStepFn(t), newStepFn(t)
-		ownerA := goDo(bg, rt, "k", a.fn, idem.WithFingerprint([]byte("X")), settle)
+		ownerA := idemtest.GoDo(bg, rt, "k", a.fn, idem.WithFingerprint([]byte("X")), settle)
 		started(t, a, "A")
-		waiterB := goDo(bg, rt, "k", b.fn, settle) // no fingerprint: it may wait for A
+		waiterB := idemtest.GoDo(bg, rt, "k", b.fn, settle) // no fingerprint: it may wait for A
 		waitersAre(t, rt, 1)
 		a.ret <- stepRet{err: errTransient}
-		recv(t, ownerA)
+		idemtest.Recv(t, ownerA)
 		started(t, b, "B (handed the key)")
 
-		callerY := goDo(bg, rt, "k", mustNotRun(t), idem.WithFingerprint([]byte("Y")), settle)
+		callerY := idemtest.GoDo(bg, rt, "k", idemtest.MustNotRun(t), idem.WithFingerprint([]byte("Y")), settle)
 		waitersAre(t, rt, 1)
 		b.ret <- stepRet{v: "B"}
-		if r := recv(t, waiterB); r.err != nil || r.v != "B" {
+		if r := idemtest.Recv(t, waiterB); r.Err != nil || r.V != "B" {
 			t.Fatalf("B: %+v", r)
 		}
-		inFlight := recv(t, callerY)
-		v, err := idem.Do(bg, rt, "k", mustNotRun(t), idem.WithFingerprint([]byte("Y")))
-		if inFlight.err != nil || inFlight.v != "B" || err != nil || v != "B" {
+		inFlight := idemtest.Recv(t, callerY)
+		v, err := idem.Do(bg, rt, "k", idemtest.MustNotRun(t), idem.WithFingerprint([]byte("Y")))
+		if inFlight.Err != nil || inFlight.V != "B" || err != nil || v != "B" {
 			t.Fatalf("fingerprint Y: %+v while B ran, then %q %v from the record; want B's result both times", inFlight, v, err)
 		}
 	})
@@ -293,18 +294,18 @@ func TestHandOffTakesNewOwnersFingerprint(t *testing.T) {
 // its result: the in-memory store keeps a claim in progress past lease + TTL
 // until it is completed, released or taken over.
 func TestSlowOwnerNobodyReplacedCompletes(t *testing.T) {
-	clk := fakeClock()
-	rt := newRuntime(t, idem.Options{Store: memStore(clk), Clock: clk})
+	clk := idemtest.FakeClock()
+	rt := idemtest.Runtime(t, idem.Options{Store: memStore(clk), Clock: clk})
 	a := newStepFn(t)
 	opts := []idem.CallOption{idem.WithLease(time.Second), idem.WithTTL(time.Second), idem.WithoutRenewal()}
-	owner := goDo(bg, rt, "k", a.fn, opts...)
+	owner := idemtest.GoDo(bg, rt, "k", a.fn, opts...)
 	started(t, a, "A")
 	clk.Advance(3 * time.Second) // past claim + lease + TTL
 	a.ret <- stepRet{v: "A"}
-	if r := recv(t, owner); r.err != nil || r.v != "A" {
+	if r := idemtest.Recv(t, owner); r.Err != nil || r.V != "A" {
 		t.Fatalf("slow owner: %+v, want its result stored (nobody took the key over)", r)
 	}
-	if v, err := idem.Do(bg, rt, "k", mustNotRun(t), opts...); err != nil || v != "A" {
+	if v, err := idem.Do(bg, rt, "k", idemtest.MustNotRun(t), opts...); err != nil || v != "A" {
 		t.Fatalf("replay: %q %v", v, err)
 	}
 }
@@ -317,12 +318,12 @@ func TestSecondCloseHonoursItsDeadline(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := newStepFn(t)
-	owner := goDo(bg, rt, "k", a.fn)
+	owner := idemtest.GoDo(bg, rt, "k", a.fn)
 	started(t, a, "A")
 	first := make(chan error, 1)
 	go func() { first <- rt.Close(bg) }()
-	eventually(t, "the first Close to begin", func() bool {
-		_, err := idem.Do(bg, rt, "other", value("x"))
+	idemtest.Eventually(t, "the first Close to begin", func() bool {
+		_, err := idem.Do(bg, rt, "other", idemtest.Value("x"))
 		return errors.Is(err, idem.ErrClosed)
 	})
 
@@ -347,7 +348,7 @@ func TestSecondCloseHonoursItsDeadline(t *testing.T) {
 		t.Fatal("the first Close did not return after the second gave up")
 	}
 	a.ret <- stepRet{v: "late"}
-	if r := recv(t, owner); r.err == nil {
+	if r := idemtest.Recv(t, owner); r.Err == nil {
 		t.Fatalf("owner after a forced Close: %+v, want an error", r)
 	}
 }
@@ -357,9 +358,9 @@ func TestSecondCloseHonoursItsDeadline(t *testing.T) {
 func TestHugeMaxRecordsKeepsResults(t *testing.T) {
 	for _, n := range []int{math.MaxInt, math.MaxInt - 1, math.MaxInt - 63} {
 		mem := memstore.New(memstore.Options{MaxRecords: n})
-		rt := newRuntime(t, idem.Options{Store: mem})
+		rt := idemtest.Runtime(t, idem.Options{Store: mem})
 		for i := range 200 {
-			if _, err := idem.Do(bg, rt, fmt.Sprint("k", i), value("v")); err != nil {
+			if _, err := idem.Do(bg, rt, fmt.Sprint("k", i), idemtest.Value("v")); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -373,12 +374,12 @@ func TestHugeMaxRecordsKeepsResults(t *testing.T) {
 // replays without a store operation (an overflow once turned it off).
 func TestHugeCacheEntriesKeepsCache(t *testing.T) {
 	for _, n := range []int{math.MaxInt, math.MaxInt - 1} {
-		rt := newRuntime(t, idem.Options{CacheEntries: n, Shards: 3})
-		if _, err := idem.Do(bg, rt, "k", value("v")); err != nil {
+		rt := idemtest.Runtime(t, idem.Options{CacheEntries: n, Shards: 3})
+		if _, err := idem.Do(bg, rt, "k", idemtest.Value("v")); err != nil {
 			t.Fatal(err)
 		}
 		ops := rt.Stats().Ops
-		if v, err := idem.Do(bg, rt, "k", mustNotRun(t)); err != nil || v != "v" {
+		if v, err := idem.Do(bg, rt, "k", idemtest.MustNotRun(t)); err != nil || v != "v" {
 			t.Fatalf("replay: %q %v", v, err)
 		}
 		if got := rt.Stats().Ops; got != ops {
@@ -392,28 +393,28 @@ func TestHugeCacheEntriesKeepsCache(t *testing.T) {
 // answer was slow is let go when the store's lease ends, not a round trip
 // later, so it never runs on a lease the store has already ended.
 func TestLeaseCountsFromClaimSent(t *testing.T) {
-	clk := fakeClock()
+	clk := idemtest.FakeClock()
 	h := newHooked(memStore(clk), false)
 	h.holdClaim = true
-	rt := newRuntime(t, idem.Options{Store: h, Clock: clk})
+	rt := idemtest.Runtime(t, idem.Options{Store: h, Clock: clk})
 	opts := []idem.CallOption{idem.WithLease(time.Second), idem.WithoutRenewal(), idem.WithSettle(time.Hour)}
 	a, c := newStepFn(t), newStepFn(t)
-	owner := goDo(bg, rt, "k", a.fn, opts...)
+	owner := idemtest.GoDo(bg, rt, "k", a.fn, opts...)
 	<-h.claimDone // the store took the claim at 0 s
 	clk.Advance(500 * time.Millisecond)
 	h.claimGo <- struct{}{} // its answer arrives at 0.5 s
 	started(t, a, "A")
-	waiter := goDo(bg, rt, "k", c.fn, opts...)
+	waiter := idemtest.GoDo(bg, rt, "k", c.fn, opts...)
 	waitersAre(t, rt, 1)
 
 	clk.Advance(500 * time.Millisecond) // 1 s: the store's lease of A ends
 	started(t, c, "C (A's lease ended at 1 s)")
 	c.ret <- stepRet{v: "C"}
-	if r := recv(t, waiter); r.err != nil || r.v != "C" {
+	if r := idemtest.Recv(t, waiter); r.Err != nil || r.V != "C" {
 		t.Fatalf("C: %+v", r)
 	}
 	a.ret <- stepRet{v: "A"}
-	if r := recv(t, owner); !errors.Is(r.err, idem.ErrLeaseLost) {
+	if r := idemtest.Recv(t, owner); !errors.Is(r.Err, idem.ErrLeaseLost) {
 		t.Fatalf("A: %+v, want ErrLeaseLost", r)
 	}
 }
@@ -422,28 +423,28 @@ func TestLeaseCountsFromClaimSent(t *testing.T) {
 // callers that arrived after it ended: the shard asks the store again, and
 // the key runs anew.
 func TestRecordEndedInFlightIsNotReplayed(t *testing.T) {
-	clk := fakeClock()
+	clk := idemtest.FakeClock()
 	h := newHooked(memStore(clk), false)
-	rt := newRuntime(t, idem.Options{Store: h, Clock: clk, DisableCache: true})
+	rt := idemtest.Runtime(t, idem.Options{Store: h, Clock: clk, DisableCache: true})
 	ttl := idem.WithTTL(time.Second)
-	if _, err := idem.Do(bg, rt, "k", value("A"), ttl); err != nil {
+	if _, err := idem.Do(bg, rt, "k", idemtest.Value("A"), ttl); err != nil {
 		t.Fatal(err)
 	}
 	clk.Advance(500 * time.Millisecond)
 	h.mu.Lock()
 	h.holdClaim = true
 	h.mu.Unlock()
-	first := goDo(bg, rt, "k", value("B"), ttl)
+	first := idemtest.GoDo(bg, rt, "k", idemtest.Value("B"), ttl)
 	<-h.claimDone // the store found A, live until 1 s; its answer is held
-	late := goDo(bg, rt, "k", value("C"), ttl, idem.WithSettle(time.Hour))
+	late := idemtest.GoDo(bg, rt, "k", idemtest.Value("C"), ttl, idem.WithSettle(time.Hour))
 	waitersAre(t, rt, 1)
 	clk.Advance(time.Second) // 1.5 s: A has ended
 	h.claimGo <- struct{}{}
-	r1, r2 := recv(t, first), recv(t, late)
-	if r2.v == "A" || r1.v == "A" {
-		t.Fatalf("callers got %q and %q: a record that had ended was replayed", r1.v, r2.v)
+	r1, r2 := idemtest.Recv(t, first), idemtest.Recv(t, late)
+	if r2.V == "A" || r1.V == "A" {
+		t.Fatalf("callers got %q and %q: a record that had ended was replayed", r1.V, r2.V)
 	}
-	if r1.err != nil || r1.v != "B" || r1.out != idem.Executed || r2.err != nil || r2.v != "B" || r2.out != idem.Joined {
+	if r1.Err != nil || r1.V != "B" || r1.Out != idem.Executed || r2.Err != nil || r2.V != "B" || r2.Out != idem.Joined {
 		t.Fatalf("first %+v, late %+v; want B executed and joined", r1, r2)
 	}
 }

@@ -16,12 +16,6 @@ import (
 
 var bg = context.Background()
 
-// epoch is where fake clocks start.
-var epoch = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
-
-// newRuntime starts a runtime that the test closes at its end.
-func newRuntime(t testing.TB, opts idem.Options) *idem.Runtime { return idemtest.Runtime(t, opts) }
-
 // modes runs f with the two ways a runtime talks to its store: inline (an
 // in-process store) and through batches on an I/O worker (any other store).
 func modes(t *testing.T, f func(t *testing.T, wrap func(store.Store) store.Store)) {
@@ -29,80 +23,10 @@ func modes(t *testing.T, f func(t *testing.T, wrap func(store.Store) store.Store
 	t.Run("batched", func(t *testing.T) { f(t, func(s store.Store) store.Store { return &faultStore{Store: s} }) })
 }
 
-// eventually waits until cond holds, failing the test after 10s.
-func eventually(t testing.TB, what string, cond func() bool) { idemtest.Eventually(t, what, cond) }
-
 // waitersAre waits until rt has n parked callers.
 func waitersAre(t testing.TB, rt *idem.Runtime, n int) {
 	t.Helper()
-	eventually(t, "parked callers", func() bool { return rt.Stats().Waiters == n })
-}
-
-// gate is a function that blocks until opened, counting its runs.
-type gate struct {
-	mu      sync.Mutex
-	runs    int
-	started chan struct{}
-	open    chan struct{}
-}
-
-func newGate() *gate { return &gate{started: make(chan struct{}, 100), open: make(chan struct{})} }
-
-func (g *gate) fn(v string, err error) func(context.Context) (string, error) {
-	return func(context.Context) (string, error) {
-		g.mu.Lock()
-		g.runs++
-		g.mu.Unlock()
-		g.started <- struct{}{}
-		<-g.open
-		return v, err
-	}
-}
-
-func (g *gate) Runs() int {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.runs
-}
-
-// result is one call's answer, collected from a goroutine.
-type result struct {
-	v   string
-	err error
-	out idem.Outcome
-}
-
-// goDo runs Do in a goroutine and returns a channel with its answer.
-func goDo(ctx context.Context, rt *idem.Runtime, key string, fn func(context.Context) (string, error), opts ...idem.CallOption) <-chan result {
-	ch := make(chan result, 1)
-	go func() {
-		var r result
-		r.v, r.err = idem.Do(ctx, rt, key, fn, append(opts, idem.WithOutcome(&r.out))...)
-		ch <- r
-	}()
-	return ch
-}
-
-func recv(t testing.TB, ch <-chan result) result {
-	t.Helper()
-	select {
-	case r := <-ch:
-		return r
-	case <-time.After(10 * time.Second):
-		t.Fatal("no answer within 10s")
-		return result{}
-	}
-}
-
-func value(v string) func(context.Context) (string, error) {
-	return func(context.Context) (string, error) { return v, nil }
-}
-
-func mustNotRun(t testing.TB) func(context.Context) (string, error) {
-	return func(context.Context) (string, error) {
-		t.Error("function ran, but it must not")
-		return "", nil
-	}
+	idemtest.Eventually(t, "parked callers", func() bool { return rt.Stats().Waiters == n })
 }
 
 // faultStore wraps a store (hiding store.InProcess, so the runtime batches
@@ -173,7 +97,5 @@ func (f *faultStore) Subscribe(ctx context.Context, fn func(string)) (string, fu
 	}
 	return "", func() {}, errors.New("no waker")
 }
-
-func fakeClock() *clock.Fake { return clock.NewFake(epoch) }
 
 func memStore(c clock.Clock) *memstore.Store { return memstore.New(memstore.Options{Clock: c}) }

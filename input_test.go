@@ -9,12 +9,13 @@ import (
 
 	"github.com/idemrt/idem"
 	"github.com/idemrt/idem/clock"
+	"github.com/idemrt/idem/internal/idemtest"
 )
 
 func TestBadInput(t *testing.T) {
-	rt := newRuntime(t, idem.Options{})
+	rt := idemtest.Runtime(t, idem.Options{})
 	for _, key := range []string{"", strings.Repeat("k", 1025), "nul\x00key"} {
-		_, err := idem.Do(bg, rt, key, mustNotRun(t))
+		_, err := idem.Do(bg, rt, key, idemtest.MustNotRun(t))
 		if !errors.Is(err, idem.ErrInvalidKey) {
 			t.Fatalf("key %.20q: err = %v, want ErrInvalidKey", key, err)
 		}
@@ -22,13 +23,13 @@ func TestBadInput(t *testing.T) {
 			t.Fatalf("Forget(%.20q): %v", key, err)
 		}
 	}
-	if _, err := idem.Do(bg, rt, strings.Repeat("k", 1024), value("longest key")); err != nil {
+	if _, err := idem.Do(bg, rt, strings.Repeat("k", 1024), idemtest.Value("longest key")); err != nil {
 		t.Fatalf("a 1 KiB key: %v", err)
 	}
 	if _, err := idem.Do[string](bg, rt, "k", nil); !errors.Is(err, idem.ErrInvalidArgument) {
 		t.Fatalf("nil fn: %v", err)
 	}
-	if _, err := idem.Do(bg, nil, "k", mustNotRun(t)); !errors.Is(err, idem.ErrInvalidArgument) {
+	if _, err := idem.Do(bg, nil, "k", idemtest.MustNotRun(t)); !errors.Is(err, idem.ErrInvalidArgument) {
 		t.Fatalf("nil runtime: %v", err)
 	}
 	for name, opt := range map[string]idem.CallOption{
@@ -39,13 +40,13 @@ func TestBadInput(t *testing.T) {
 		"WithSettle(-1ns)": idem.WithSettle(-1),
 		"WithCodec(nil)":   idem.WithCodec(nil),
 	} {
-		if _, err := idem.Do(bg, rt, "k", mustNotRun(t), opt); !errors.Is(err, idem.ErrInvalidArgument) {
+		if _, err := idem.Do(bg, rt, "k", idemtest.MustNotRun(t), opt); !errors.Is(err, idem.ErrInvalidArgument) {
 			t.Fatalf("%s: err = %v, want ErrInvalidArgument", name, err)
 		}
 	}
 	ctx, cancel := context.WithCancel(bg)
 	cancel()
-	if _, err := idem.Do(ctx, rt, "k", mustNotRun(t)); !errors.Is(err, context.Canceled) {
+	if _, err := idem.Do(ctx, rt, "k", idemtest.MustNotRun(t)); !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled context: %v", err)
 	}
 }
@@ -80,7 +81,7 @@ func TestNewRejectsBadOptions(t *testing.T) {
 func TestDeprecatedOptionNames(t *testing.T) {
 	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	errDeclined := errors.New("declined")
-	rt := newRuntime(t, idem.Options{
+	rt := idemtest.Runtime(t, idem.Options{
 		Clock:     clk,
 		ResultTTL: time.Minute,
 		LeaseTTL:  time.Minute, // equal to Lease: allowed
@@ -110,7 +111,7 @@ func TestDeprecatedOptionNames(t *testing.T) {
 // A value the codec cannot encode is a *CodecError; the function ran, so
 // the failure is stored and a retry does not run it again.
 func TestUnencodableValue(t *testing.T) {
-	rt := newRuntime(t, idem.Options{})
+	rt := idemtest.Runtime(t, idem.Options{})
 	runs := 0
 	fn := func(context.Context) (chan int, error) { runs++; return make(chan int), nil }
 	for range 2 {
@@ -126,8 +127,8 @@ func TestUnencodableValue(t *testing.T) {
 }
 
 func TestUndecodableValue(t *testing.T) {
-	rt := newRuntime(t, idem.Options{DisableCache: true})
-	if _, err := idem.Do(bg, rt, "k", value("not a number")); err != nil {
+	rt := idemtest.Runtime(t, idem.Options{DisableCache: true})
+	if _, err := idem.Do(bg, rt, "k", idemtest.Value("not a number")); err != nil {
 		t.Fatal(err)
 	}
 	_, err := idem.Do(bg, rt, "k", func(context.Context) (int, error) { return 0, nil })
@@ -139,8 +140,8 @@ func TestUndecodableValue(t *testing.T) {
 
 // A codec that panics is caught like a panic in fn.
 func TestPanickingCodec(t *testing.T) {
-	rt := newRuntime(t, idem.Options{})
-	_, err := idem.Do(bg, rt, "k", value("v"), idem.WithCodec(panicCodec{}))
+	rt := idemtest.Runtime(t, idem.Options{})
+	_, err := idem.Do(bg, rt, "k", idemtest.Value("v"), idem.WithCodec(panicCodec{}))
 	var pe *idem.PanicError
 	if !errors.As(err, &pe) {
 		t.Fatalf("err = %v, want *PanicError", err)
@@ -153,44 +154,44 @@ func (panicCodec) Marshal(any) ([]byte, error) { panic("codec bug") }
 func (panicCodec) Unmarshal([]byte, any) error { panic("codec bug") }
 
 func TestOverloaded(t *testing.T) {
-	rt := newRuntime(t, idem.Options{Shards: 1, MaxPending: 2})
-	g := newGate()
-	owner := goDo(bg, rt, "k", g.fn("v", nil))
-	<-g.started
-	waiter := goDo(bg, rt, "k", mustNotRun(t))
+	rt := idemtest.Runtime(t, idem.Options{Shards: 1, MaxPending: 2})
+	g := idemtest.NewGate()
+	owner := idemtest.GoDo(bg, rt, "k", g.Fn("v", nil))
+	<-g.Started
+	waiter := idemtest.GoDo(bg, rt, "k", idemtest.MustNotRun(t))
 	waitersAre(t, rt, 1)
-	_, err := idem.Do(bg, rt, "other", mustNotRun(t))
+	_, err := idem.Do(bg, rt, "other", idemtest.MustNotRun(t))
 	if !errors.Is(err, idem.ErrOverloaded) {
 		t.Fatalf("third pending call: %v, want ErrOverloaded", err)
 	}
-	close(g.open)
-	recv(t, owner)
-	recv(t, waiter)
-	if _, err := idem.Do(bg, rt, "other", value("fine")); err != nil {
+	close(g.Open)
+	idemtest.Recv(t, owner)
+	idemtest.Recv(t, waiter)
+	if _, err := idem.Do(bg, rt, "other", idemtest.Value("fine")); err != nil {
 		t.Fatalf("after the load: %v", err)
 	}
 }
 
 func TestForget(t *testing.T) {
-	rt := newRuntime(t, idem.Options{})
-	if _, err := idem.Do(bg, rt, "k", value("v1")); err != nil {
+	rt := idemtest.Runtime(t, idem.Options{})
+	if _, err := idem.Do(bg, rt, "k", idemtest.Value("v1")); err != nil {
 		t.Fatal(err)
 	}
 	if err := rt.Forget(bg, "k"); err != nil {
 		t.Fatal(err)
 	}
-	if v, err := idem.Do(bg, rt, "k", value("v2")); err != nil || v != "v2" {
+	if v, err := idem.Do(bg, rt, "k", idemtest.Value("v2")); err != nil || v != "v2" {
 		t.Fatalf("after Forget: %q %v; want a new run", v, err)
 	}
 	if err := rt.Forget(bg, "never-used"); err != nil {
 		t.Fatalf("Forget of an unknown key: %v", err)
 	}
-	g := newGate()
-	owner := goDo(bg, rt, "busy", g.fn("v", nil))
-	<-g.started
+	g := idemtest.NewGate()
+	owner := idemtest.GoDo(bg, rt, "busy", g.Fn("v", nil))
+	<-g.Started
 	if err := rt.Forget(bg, "busy"); !errors.Is(err, idem.ErrConflict) {
 		t.Fatalf("Forget of a key in progress: %v, want ErrConflict", err)
 	}
-	close(g.open)
-	recv(t, owner)
+	close(g.Open)
+	idemtest.Recv(t, owner)
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/idemrt/idem"
+	"github.com/idemrt/idem/internal/idemtest"
 	"github.com/idemrt/idem/store"
 	"github.com/idemrt/idem/store/memstore"
 )
@@ -37,7 +38,7 @@ func (e *events) all() []idem.CallEvent {
 // context is fine.
 func TestFnTimeoutIsNotCallerCanceled(t *testing.T) {
 	obs := &events{}
-	rt := newRuntime(t, idem.Options{Observer: obs})
+	rt := idemtest.Runtime(t, idem.Options{Observer: obs})
 	_, err := idem.Do(bg, rt, "k", func(context.Context) (int, error) {
 		return 0, fmt.Errorf("gateway: %w", context.DeadlineExceeded)
 	})
@@ -90,20 +91,20 @@ func TestCloseDuringRunReportsClosed(t *testing.T) {
 // sees the callers that waited longest.
 func TestCanceledWaiterWaitReported(t *testing.T) {
 	obs := &events{}
-	rt := newRuntime(t, idem.Options{Observer: obs})
-	g := newGate()
-	owner := goDo(bg, rt, "k", g.fn("v", nil))
-	<-g.started
+	rt := idemtest.Runtime(t, idem.Options{Observer: obs})
+	g := idemtest.NewGate()
+	owner := idemtest.GoDo(bg, rt, "k", g.Fn("v", nil))
+	<-g.Started
 	ctx, cancel := context.WithCancel(bg)
-	waiter := goDo(ctx, rt, "k", mustNotRun(t))
+	waiter := idemtest.GoDo(ctx, rt, "k", idemtest.MustNotRun(t))
 	waitersAre(t, rt, 1)
 	time.Sleep(20 * time.Millisecond)
 	cancel()
-	if r := recv(t, waiter); !errors.Is(r.err, context.Canceled) {
-		t.Fatalf("waiter: %v", r.err)
+	if r := idemtest.Recv(t, waiter); !errors.Is(r.Err, context.Canceled) {
+		t.Fatalf("waiter: %v", r.Err)
 	}
-	close(g.open)
-	recv(t, owner)
+	close(g.Open)
+	idemtest.Recv(t, owner)
 	var ev *idem.CallEvent
 	for _, e := range obs.all() {
 		if e.Result == idem.ResultCanceled {
@@ -146,7 +147,7 @@ func TestClaimStoreErrorLogged(t *testing.T) {
 	h := &recordHandler{}
 	ms := memstore.New(memstore.Options{})
 	t.Cleanup(func() { ms.Close() })
-	rt := newRuntime(t, idem.Options{Store: claimFails{ms}, Logger: slog.New(h)})
+	rt := idemtest.Runtime(t, idem.Options{Store: claimFails{ms}, Logger: slog.New(h)})
 	for i := range 5 {
 		_, err := idem.Do(bg, rt, fmt.Sprint("k", i), func(context.Context) (int, error) { return 1, nil })
 		if !errors.Is(err, idem.ErrStoreUnavailable) {
@@ -166,15 +167,15 @@ func TestClaimStoreErrorLogged(t *testing.T) {
 func TestFailFastRemoteConflictNotAWait(t *testing.T) {
 	ms := memstore.New(memstore.Options{})
 	t.Cleanup(func() { ms.Close() })
-	rt1 := newRuntime(t, idem.Options{Store: ms})
+	rt1 := idemtest.Runtime(t, idem.Options{Store: ms})
 	obs := &events{}
-	rt2 := newRuntime(t, idem.Options{Store: ms, Observer: obs})
-	g := newGate()
-	owner := goDo(bg, rt1, "k", g.fn("v", nil))
-	<-g.started
+	rt2 := idemtest.Runtime(t, idem.Options{Store: ms, Observer: obs})
+	g := idemtest.NewGate()
+	owner := idemtest.GoDo(bg, rt1, "k", g.Fn("v", nil))
+	<-g.Started
 	_, err := idem.Do(bg, rt2, "k", func(context.Context) (string, error) { return "", nil }, idem.WithSettle(0))
-	close(g.open)
-	recv(t, owner)
+	close(g.Open)
+	idemtest.Recv(t, owner)
 	evs := obs.all()
 	if !errors.Is(err, idem.ErrConflict) || len(evs) != 1 {
 		t.Fatalf("%v %+v", err, evs)

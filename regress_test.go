@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/idemrt/idem"
+	"github.com/idemrt/idem/internal/idemtest"
 	"github.com/idemrt/idem/store"
 )
 
@@ -70,20 +71,20 @@ func (w waking) Subscribe(ctx context.Context, fn func(string)) (string, func(),
 // in-memory store's time arithmetic and made claims born expired); the
 // longest TTL allowed works.
 func TestHugeTTL(t *testing.T) {
-	rt := newRuntime(t, idem.Options{})
+	rt := idemtest.Runtime(t, idem.Options{})
 	for _, opt := range []idem.CallOption{idem.WithTTL(math.MaxInt64), idem.WithLease(math.MaxInt64)} {
-		if _, err := idem.Do(bg, rt, "k", mustNotRun(t), opt); !errors.Is(err, idem.ErrInvalidArgument) {
+		if _, err := idem.Do(bg, rt, "k", idemtest.MustNotRun(t), opt); !errors.Is(err, idem.ErrInvalidArgument) {
 			t.Fatalf("huge duration: %v, want ErrInvalidArgument", err)
 		}
 	}
 	if _, err := idem.New(idem.Options{TTL: math.MaxInt64}); !errors.Is(err, idem.ErrInvalidArgument) {
 		t.Fatalf("New with a huge TTL: %v", err)
 	}
-	v, err := idem.Do(bg, rt, "k", value("v"), idem.WithTTL(store.MaxDuration), idem.WithLease(store.MaxDuration))
+	v, err := idem.Do(bg, rt, "k", idemtest.Value("v"), idem.WithTTL(store.MaxDuration), idem.WithLease(store.MaxDuration))
 	if err != nil || v != "v" {
 		t.Fatalf("Do with the longest TTL and lease: %q, %v", v, err)
 	}
-	if v, err := idem.Do(bg, rt, "k", mustNotRun(t)); err != nil || v != "v" {
+	if v, err := idem.Do(bg, rt, "k", idemtest.MustNotRun(t)); err != nil || v != "v" {
 		t.Fatalf("replay: %q, %v", v, err)
 	}
 }
@@ -92,11 +93,11 @@ func TestHugeTTL(t *testing.T) {
 // while the first runs it.
 func TestLongestTTLNoDoubleRun(t *testing.T) {
 	mem := memStore(nil)
-	rtA := newRuntime(t, idem.Options{Store: mem})
-	rtB := newRuntime(t, idem.Options{Store: mem})
-	g := newGate()
-	a := goDo(bg, rtA, "k", g.fn("A", nil), idem.WithTTL(store.MaxDuration))
-	<-g.started
+	rtA := idemtest.Runtime(t, idem.Options{Store: mem})
+	rtB := idemtest.Runtime(t, idem.Options{Store: mem})
+	g := idemtest.NewGate()
+	a := idemtest.GoDo(bg, rtA, "k", g.Fn("A", nil), idem.WithTTL(store.MaxDuration))
+	<-g.Started
 	var runs atomic.Int32
 	_, err := idem.Do(bg, rtB, "k", func(context.Context) (string, error) {
 		runs.Add(1)
@@ -105,8 +106,8 @@ func TestLongestTTLNoDoubleRun(t *testing.T) {
 	if !errors.Is(err, idem.ErrConflict) {
 		t.Errorf("B: %v, want ErrConflict", err)
 	}
-	close(g.open)
-	recv(t, a)
+	close(g.Open)
+	idemtest.Recv(t, a)
 	if runs.Load() != 0 {
 		t.Fatalf("fn ran on B while A ran it: %d extra runs", runs.Load())
 	}
@@ -147,33 +148,33 @@ func TestForgetDuringForcedClose(t *testing.T) {
 // instead of sleeping on its fallback timer. The clock is fake and never
 // moves.
 func TestWakeDuringClaim(t *testing.T) {
-	clk := fakeClock()
+	clk := idemtest.FakeClock()
 	mem := memStore(clk)
-	rtA := newRuntime(t, idem.Options{Store: mem, Clock: clk})
+	rtA := idemtest.Runtime(t, idem.Options{Store: mem, Clock: clk})
 	h := newHooked(mem, true)
-	rtB := newRuntime(t, idem.Options{Store: waking{h}, Clock: clk})
-	g := newGate()
-	owner := goDo(bg, rtA, "k", g.fn("from A", nil))
-	<-g.started
+	rtB := idemtest.Runtime(t, idem.Options{Store: waking{h}, Clock: clk})
+	g := idemtest.NewGate()
+	owner := idemtest.GoDo(bg, rtA, "k", g.Fn("from A", nil))
+	<-g.Started
 	h.mu.Lock()
 	h.holdClaim = true
 	h.mu.Unlock()
-	waiter := goDo(bg, rtB, "k", mustNotRun(t))
+	waiter := idemtest.GoDo(bg, rtB, "k", idemtest.MustNotRun(t))
 	<-h.claimDone // B's claim saw in-progress and registered for a wake-up
-	close(g.open)
-	if r := recv(t, owner); r.err != nil {
-		t.Fatal(r.err)
+	close(g.Open)
+	if r := idemtest.Recv(t, owner); r.Err != nil {
+		t.Fatal(r.Err)
 	}
 	time.Sleep(20 * time.Millisecond) // B's shard handles the wake-up (phClaiming)
 	close(h.claimGo)
 	select {
 	case r := <-waiter:
-		if r.err != nil || r.v != "from A" {
+		if r.Err != nil || r.V != "from A" {
 			t.Fatalf("waiter: %+v", r)
 		}
 	case <-time.After(2 * time.Second):
 		clk.Advance(5 * time.Second) // let it go, for a clean exit
-		recv(t, waiter)
+		idemtest.Recv(t, waiter)
 		t.Fatal("waiter on B not woken although A settled: its wake-up was dropped")
 	}
 }
@@ -185,30 +186,30 @@ func TestWakeDuringClaim(t *testing.T) {
 func TestAbandonedCandidateClaim(t *testing.T) {
 	mem := memStore(nil)
 	h := newHooked(mem, false)
-	rtA := newRuntime(t, idem.Options{Store: h})
-	rtB := newRuntime(t, idem.Options{Store: mem})
+	rtA := idemtest.Runtime(t, idem.Options{Store: h})
+	rtB := idemtest.Runtime(t, idem.Options{Store: mem})
 	fpA, fpB := []byte("request-A"), []byte("request-B")
 
 	h.mu.Lock()
 	h.holdClaim = true
 	h.mu.Unlock()
 	xctx, xcancel := context.WithCancel(bg)
-	x := goDo(xctx, rtA, "k", mustNotRun(t), idem.WithFingerprint(fpA))
+	x := idemtest.GoDo(xctx, rtA, "k", idemtest.MustNotRun(t), idem.WithFingerprint(fpA))
 	<-h.claimDone // X's claim (fingerprint A) is in the store
-	g := newGate()
-	y := goDo(bg, rtA, "k", g.fn("Y", nil), idem.WithFingerprint(fpB))
+	g := idemtest.NewGate()
+	y := idemtest.GoDo(bg, rtA, "k", g.Fn("Y", nil), idem.WithFingerprint(fpB))
 	waitersAre(t, rtA, 1)
 	xcancel()
-	if r := recv(t, x); !errors.Is(r.err, context.Canceled) {
+	if r := idemtest.Recv(t, x); !errors.Is(r.Err, context.Canceled) {
 		t.Fatalf("X: %+v", r)
 	}
 	close(h.claimGo)
-	<-g.started // Y owns the key and runs (fingerprint B)
+	<-g.Started // Y owns the key and runs (fingerprint B)
 
 	// Z repeats Y's request on another instance.
-	_, err := idem.Do(bg, rtB, "k", mustNotRun(t), idem.WithFingerprint(fpB), idem.WithSettle(0))
-	close(g.open)
-	if r := recv(t, y); r.err != nil {
+	_, err := idem.Do(bg, rtB, "k", idemtest.MustNotRun(t), idem.WithFingerprint(fpB), idem.WithSettle(0))
+	close(g.Open)
+	if r := idemtest.Recv(t, y); r.Err != nil {
 		t.Fatalf("Y: %+v", r)
 	}
 	if errors.Is(err, idem.ErrFingerprintMismatch) {
@@ -253,21 +254,21 @@ func TestForgetRacingClose(t *testing.T) {
 // live process is taken over when its lease ends, and its late result is
 // refused.
 func TestWithoutRenewal(t *testing.T) {
-	clk := fakeClock()
-	rt := newRuntime(t, idem.Options{Clock: clk, Store: memStore(clk)})
-	g := newGate()
-	hung := goDo(bg, rt, "k", g.fn("late", nil), idem.WithLease(time.Second), idem.WithoutRenewal())
-	<-g.started
+	clk := idemtest.FakeClock()
+	rt := idemtest.Runtime(t, idem.Options{Clock: clk, Store: memStore(clk)})
+	g := idemtest.NewGate()
+	hung := idemtest.GoDo(bg, rt, "k", g.Fn("late", nil), idem.WithLease(time.Second), idem.WithoutRenewal())
+	<-g.Started
 	for i := 0; i < 20; i++ {
 		clk.Advance(200 * time.Millisecond)
 		time.Sleep(time.Millisecond)
 	}
-	v, err := idem.Do(bg, rt, "k", value("taken over"), idem.WithSettle(time.Hour))
+	v, err := idem.Do(bg, rt, "k", idemtest.Value("taken over"), idem.WithSettle(time.Hour))
 	if err != nil || v != "taken over" {
 		t.Fatalf("after the lease: %q %v", v, err)
 	}
-	close(g.open)
-	if r := recv(t, hung); !errors.Is(r.err, idem.ErrLeaseLost) {
+	close(g.Open)
+	if r := idemtest.Recv(t, hung); !errors.Is(r.Err, idem.ErrLeaseLost) {
 		t.Fatalf("the hung owner's late result: %+v, want ErrLeaseLost", r)
 	}
 }
@@ -275,7 +276,7 @@ func TestWithoutRenewal(t *testing.T) {
 // WithOwnerWaits keeps the owner's call until its function has returned,
 // even after the caller's context ended.
 func TestWithOwnerWaits(t *testing.T) {
-	rt := newRuntime(t, idem.Options{})
+	rt := idemtest.Runtime(t, idem.Options{})
 	ctx, cancel := context.WithCancel(bg)
 	var finished atomic.Bool
 	started := make(chan struct{})
@@ -295,7 +296,7 @@ func TestWithOwnerWaits(t *testing.T) {
 	if !finished.Load() {
 		t.Fatal("the owner's call returned before its function")
 	}
-	if v, err := idem.Do(bg, rt, "k", mustNotRun(t)); err != nil || v != "v" {
+	if v, err := idem.Do(bg, rt, "k", idemtest.MustNotRun(t)); err != nil || v != "v" {
 		t.Fatalf("stored result: %q %v", v, err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/idemrt/idem"
+	"github.com/idemrt/idem/internal/idemtest"
 	"github.com/idemrt/idem/keyshard"
 	"github.com/idemrt/idem/store"
 	"github.com/idemrt/idem/store/memstore"
@@ -52,31 +53,31 @@ func (f *failRelease) Subscribe(ctx context.Context, fn func(string)) (string, f
 // shard retries while the lease lasts, 1 min here), instead of being parked
 // until the release goes through.
 func TestSettleZeroAnsweredWhileReleaseRetried(t *testing.T) {
-	clk := fakeClock()
+	clk := idemtest.FakeClock()
 	st := &failRelease{Store: memStore(clk)}
-	rt := newRuntime(t, idem.Options{Store: st, Clock: clk})
+	rt := idemtest.Runtime(t, idem.Options{Store: st, Clock: clk})
 	a := newStepFn(t)
-	owner := goDo(bg, rt, "k", a.fn, idem.WithLease(time.Minute))
+	owner := idemtest.GoDo(bg, rt, "k", a.fn, idem.WithLease(time.Minute))
 	started(t, a, "A")
 	st.mu.Lock()
 	st.failing = true
 	st.mu.Unlock()
 	a.ret <- stepRet{err: errTransient}
-	if r := recv(t, owner); !errors.Is(r.err, errTransient) {
+	if r := idemtest.Recv(t, owner); !errors.Is(r.Err, errTransient) {
 		t.Fatalf("A: %+v", r)
 	}
-	eventually(t, "the release to fail", func() bool { return st.failCount() > 0 })
+	idemtest.Eventually(t, "the release to fail", func() bool { return st.failCount() > 0 })
 
-	r := recv(t, goDo(bg, rt, "k", mustNotRun(t), idem.WithSettle(0)))
+	r := idemtest.Recv(t, idemtest.GoDo(bg, rt, "k", idemtest.MustNotRun(t), idem.WithSettle(0)))
 	var ce *idem.ConflictError
-	if !errors.As(r.err, &ce) || ce.LeaseLeft <= 0 {
+	if !errors.As(r.Err, &ce) || ce.LeaseLeft <= 0 {
 		t.Fatalf("a WithSettle(0) caller while the release is retried: %+v, want a *ConflictError with the lease left", r)
 	}
 	st.mu.Lock()
 	st.failing = false
 	st.mu.Unlock()
 	clk.Advance(time.Second) // the retried release goes through
-	if v, err := idem.Do(bg, rt, "k", value("after"), idem.WithSettle(time.Hour)); err != nil || v != "after" {
+	if v, err := idem.Do(bg, rt, "k", idemtest.Value("after"), idem.WithSettle(time.Hour)); err != nil || v != "after" {
 		t.Fatalf("after the release: %q %v", v, err)
 	}
 }
@@ -101,24 +102,24 @@ func sameMemShard(n int) []string {
 // the first still holds it (it once did, and the first owner's result was
 // refused).
 func TestRenewedOwnerNotEvicted(t *testing.T) {
-	clk := fakeClock()
+	clk := idemtest.FakeClock()
 	mem := memstore.New(memstore.Options{Clock: clk, MaxRecords: 64}) // one record per store shard
-	rt1 := newRuntime(t, idem.Options{Store: mem, Clock: clk})
-	rt2 := newRuntime(t, idem.Options{Store: mem, Clock: clk})
+	rt1 := idemtest.Runtime(t, idem.Options{Store: mem, Clock: clk})
+	rt2 := idemtest.Runtime(t, idem.Options{Store: mem, Clock: clk})
 	keys := sameMemShard(2)
 	opts := []idem.CallOption{idem.WithLease(3 * time.Second), idem.WithTTL(1500 * time.Millisecond)}
 	a := newStepFn(t)
-	owner := goDo(bg, rt1, keys[0], a.fn, opts...)
+	owner := idemtest.GoDo(bg, rt1, keys[0], a.fn, opts...)
 	started(t, a, "A")
 	for i := range 4 { // renewals at 1, 2, 3 and 4 s: the lease runs to 7 s
 		ops := rt1.Stats().Ops
 		clk.Advance(time.Second)
 		// The renewal went out and the next one is armed (the shard's only
 		// timer): moving the clock before that would skip it for good.
-		eventually(t, fmt.Sprint("renewal ", i+1), func() bool { return rt1.Stats().Ops > ops && clk.Timers() == 1 })
+		idemtest.Eventually(t, fmt.Sprint("renewal ", i+1), func() bool { return rt1.Stats().Ops > ops && clk.Timers() == 1 })
 	}
 	clk.Advance(600 * time.Millisecond) // 4.6 s: past claim + lease + TTL (4.5 s), lease live to 7 s
-	if _, err := idem.Do(bg, rt2, keys[1], value("other"), opts...); err != nil {
+	if _, err := idem.Do(bg, rt2, keys[1], idemtest.Value("other"), opts...); err != nil {
 		t.Fatal(err)
 	}
 	var runs atomic.Int32
@@ -130,7 +131,7 @@ func TestRenewedOwnerNotEvicted(t *testing.T) {
 		t.Errorf("a second runtime ran %s while its first owner held a live, renewed lease (evicted %d); its answer: %v", keys[0], mem.Evicted(), err)
 	}
 	a.ret <- stepRet{v: "A"}
-	if r := recv(t, owner); r.err != nil {
-		t.Errorf("A, renewed all along: %v", r.err)
+	if r := idemtest.Recv(t, owner); r.Err != nil {
+		t.Errorf("A, renewed all along: %v", r.Err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/idemrt/idem"
+	"github.com/idemrt/idem/internal/idemtest"
 	"github.com/idemrt/idem/store"
 )
 
@@ -30,7 +31,7 @@ func TestTracing(t *testing.T) {
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	defer tp.Shutdown(bg)
-	rt := newRuntime(t, idem.Options{TracerProvider: tp})
+	rt := idemtest.Runtime(t, idem.Options{TracerProvider: tp})
 	key := store.BuildKey("order-1", store.Scope{Namespace: "tenant-a"})
 	_, err := idem.Do(bg, rt, key, func(ctx context.Context) (int, error) {
 		_, child := tp.Tracer("test").Start(ctx, "charge")
@@ -84,7 +85,7 @@ func TestTracing(t *testing.T) {
 func TestObserverEvents(t *testing.T) {
 	var evs []idem.CallEvent
 	obs := observerFunc(func(ev idem.CallEvent) { evs = append(evs, ev) })
-	rt := newRuntime(t, idem.Options{Observer: obs})
+	rt := idemtest.Runtime(t, idem.Options{Observer: obs})
 	key := store.BuildKey("secret-customer-42", store.Scope{Namespace: "tenant-b"})
 	_, _ = idem.Do(bg, rt, key, func(context.Context) (int, error) { return 1, nil })
 	_, _ = idem.Do(bg, rt, key, func(context.Context) (int, error) { return 1, nil })
@@ -92,7 +93,7 @@ func TestObserverEvents(t *testing.T) {
 		evs[0].Namespace != "tenant-b" || evs[0].Key != "" || evs[0].Fence == 0 || evs[0].Run <= 0 {
 		t.Fatalf("events: %+v", evs)
 	}
-	rt2 := newRuntime(t, idem.Options{Observer: obs, ObserveKeys: true})
+	rt2 := idemtest.Runtime(t, idem.Options{Observer: obs, ObserveKeys: true})
 	evs = nil
 	_, _ = idem.Do(bg, rt2, key, func(context.Context) (int, error) { return 1, nil })
 	if len(evs) != 1 || evs[0].Key != key {

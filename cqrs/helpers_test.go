@@ -9,16 +9,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idemrt/idem"
 	"github.com/idemrt/idem/cqrs"
 	"github.com/idemrt/idem/internal/idemtest"
 	"github.com/idemrt/idem/store"
 )
 
 var bg = context.Background()
-
-// epoch is where fake clocks start.
-var epoch = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 
 type PlaceOrder struct {
 	SKU string
@@ -35,9 +31,6 @@ type Order struct {
 	Qty int
 }
 
-// newRuntime starts a runtime that the test closes at its end.
-func newRuntime(t testing.TB, opts idem.Options) *idem.Runtime { return idemtest.Runtime(t, opts) }
-
 // newIdem returns an idempotency behaviour that the test closes at its end.
 func newIdem(t testing.TB, opts cqrs.IdempotencyOptions) *cqrs.Idempotency {
 	t.Helper()
@@ -46,7 +39,7 @@ func newIdem(t testing.TB, opts cqrs.IdempotencyOptions) *cqrs.Idempotency {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(bg, 10*time.Second)
+		ctx, cancel := context.WithTimeout(bg, idemtest.Timeout)
 		defer cancel()
 		if err := p.Close(ctx); err != nil {
 			t.Errorf("Idempotency Close: %v", err)
@@ -55,39 +48,25 @@ func newIdem(t testing.TB, opts cqrs.IdempotencyOptions) *cqrs.Idempotency {
 	return p
 }
 
-// orders is a command handler that counts its runs; while gate is set, each
-// run announces itself on started and waits for gate to close.
+// orders is a command handler that counts its runs; while held, each run
+// announces itself on Started and waits (see idemtest.Checkpoint).
 type orders struct {
-	runs    atomic.Int32
-	seq     atomic.Int32
-	mu      sync.Mutex
-	gate    chan struct{}
-	started chan struct{}
-	fail    error // returned (once) when set
+	*idemtest.Checkpoint
+	runs atomic.Int32
+	seq  atomic.Int32
+	mu   sync.Mutex
+	fail error // returned (once) when set
 }
 
-func newOrders() *orders { return &orders{started: make(chan struct{}, 1000)} }
-
-// hold makes the next runs wait until the returned func is called.
-func (o *orders) hold() (release func()) {
-	g := make(chan struct{})
-	o.mu.Lock()
-	o.gate = g
-	o.mu.Unlock()
-	var once sync.Once
-	return func() { once.Do(func() { close(g) }) }
-}
+func newOrders() *orders { return &orders{Checkpoint: idemtest.NewCheckpoint()} }
 
 func (o *orders) place(ctx context.Context, c PlaceOrder) (Order, error) {
 	o.runs.Add(1)
 	o.mu.Lock()
-	g, fail := o.gate, o.fail
+	fail := o.fail
 	o.fail = nil
 	o.mu.Unlock()
-	if g != nil {
-		o.started <- struct{}{}
-		<-g
-	}
+	o.Pass()
 	if fail != nil {
 		return Order{}, fail
 	}
@@ -144,29 +123,6 @@ func goPlace(ctx context.Context, bus *cqrs.Bus, c PlaceOrder) <-chan answer {
 	}()
 	return ch
 }
-
-func recv(t testing.TB, ch <-chan answer) answer {
-	t.Helper()
-	select {
-	case a := <-ch:
-		return a
-	case <-time.After(15 * time.Second):
-		t.Fatal("no answer within 15s")
-		return answer{}
-	}
-}
-
-func waitStarted(t testing.TB, o *orders) {
-	t.Helper()
-	select {
-	case <-o.started:
-	case <-time.After(15 * time.Second):
-		t.Fatal("the handler did not start within 15s")
-	}
-}
-
-// eventually waits until cond holds, failing the test after 15s.
-func eventually(t testing.TB, what string, cond func() bool) { idemtest.Eventually(t, what, cond) }
 
 // noExtend is a store whose lease renewals fail, as for an instance that
 // hangs or lost its store: its leases run out while its handler runs.

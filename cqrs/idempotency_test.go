@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/idemrt/idem"
-	"github.com/idemrt/idem/clock"
 	"github.com/idemrt/idem/cqrs"
+	"github.com/idemrt/idem/internal/idemtest"
 	"github.com/idemrt/idem/store/memstore"
 )
 
@@ -47,10 +47,10 @@ func TestConflictWhileInFlight(t *testing.T) {
 	o := newOrders()
 	bus := newBus(t, newIdem(t, cqrs.IdempotencyOptions{}), o)
 	ctx := reqCtx("acme", "req-1")
-	release := o.hold()
+	release := o.Hold()
 	defer release()
 	owner := goPlace(ctx, bus, PlaceOrder{SKU: "book"})
-	waitStarted(t, o)
+	o.WaitStarted(t)
 
 	var wg sync.WaitGroup
 	errs := make(chan error, 50)
@@ -72,7 +72,7 @@ func TestConflictWhileInFlight(t *testing.T) {
 		}
 	}
 	release()
-	a := recv(t, owner)
+	a := idemtest.Recv(t, owner)
 	if a.err != nil {
 		t.Fatal(a.err)
 	}
@@ -89,7 +89,7 @@ func TestConflictWhileInFlight(t *testing.T) {
 // keep it. The caller gets the handler's own error.
 func TestFailureReleasesLock(t *testing.T) {
 	errDeclined := errors.New("card declined")
-	rt := newRuntime(t, idem.Options{Classifier: func(error) bool { return true }})
+	rt := idemtest.Runtime(t, idem.Options{Classifier: func(error) bool { return true }})
 	for _, fail := range []error{errDeclined, idem.Permanent(errDeclined)} {
 		o := newOrders()
 		var bus cqrs.Bus
@@ -149,26 +149,24 @@ func TestTTLs(t *testing.T) {
 		{0, 0, 24 * time.Hour, 60 * time.Second},
 		{time.Hour, 5 * time.Second, time.Hour, 5 * time.Second},
 	} {
-		clk := clock.NewFake(epoch)
-		rt := newRuntime(t, idem.Options{Clock: clk})
+		clk := idemtest.FakeClock()
+		rt := idemtest.Runtime(t, idem.Options{Clock: clk})
 		o := newOrders()
 		bus := newBus(t, newIdem(t, cqrs.IdempotencyOptions{Runtime: rt, ProcessedTTL: tc.processed, LockTTL: tc.lock}), o)
 
 		// The lock: a duplicate sees the holder's lease.
-		release := o.hold()
+		release := o.Hold()
 		owner := goPlace(reqCtx("", "lock"), bus, PlaceOrder{})
-		waitStarted(t, o)
+		o.WaitStarted(t)
 		_, err := cqrs.Dispatch[Order](reqCtx("", "lock"), bus, PlaceOrder{})
 		var ce *idem.ConflictError
 		if !errors.As(err, &ce) || ce.LeaseLeft != tc.wantLock {
 			t.Fatalf("conflict %v: lease left %v, want %v", err, ce.LeaseLeft, tc.wantLock)
 		}
 		release()
-		recv(t, owner)
+		idemtest.Recv(t, owner)
 		o.runs.Store(0)
-		o.mu.Lock()
-		o.gate = nil
-		o.mu.Unlock()
+		o.Unhold()
 
 		ctx := reqCtx("", "ttl")
 		if _, err := cqrs.Dispatch[Order](ctx, bus, PlaceOrder{}); err != nil {
@@ -191,21 +189,21 @@ func TestTTLs(t *testing.T) {
 // lock) is taken over after LockTTL, on a fake clock; its late result is
 // refused.
 func TestLockTTLTakeover(t *testing.T) {
-	clk := clock.NewFake(epoch)
+	clk := idemtest.FakeClock()
 	mem := memstore.New(memstore.Options{Clock: clk})
 	defer mem.Close()
-	rtA := newRuntime(t, idem.Options{Store: noExtend{mem}, Clock: clk})
-	rtB := newRuntime(t, idem.Options{Store: mem, Clock: clk})
+	rtA := idemtest.Runtime(t, idem.Options{Store: noExtend{mem}, Clock: clk})
+	rtB := idemtest.Runtime(t, idem.Options{Store: mem, Clock: clk})
 	const lockTTL = 30 * time.Second
 	oA, oB := newOrders(), newOrders()
 	busA := newBus(t, newIdem(t, cqrs.IdempotencyOptions{Runtime: rtA, LockTTL: lockTTL}), oA)
 	busB := newBus(t, newIdem(t, cqrs.IdempotencyOptions{Runtime: rtB, LockTTL: lockTTL}), oB)
 	ctx := reqCtx("t1", "req-1")
 
-	release := oA.hold()
+	release := oA.Hold()
 	defer release()
 	a := goPlace(ctx, busA, PlaceOrder{SKU: "from A"})
-	waitStarted(t, oA)
+	oA.WaitStarted(t)
 	if _, err := cqrs.Dispatch[Order](ctx, busB, PlaceOrder{SKU: "from B"}); !errors.Is(err, idem.ErrConflict) {
 		t.Fatalf("B while A holds the lock: %v", err)
 	}
@@ -219,7 +217,7 @@ func TestLockTTLTakeover(t *testing.T) {
 		t.Fatalf("B after LockTTL: %+v %v, want a takeover", got, err)
 	}
 	release()
-	if r := recv(t, a); !errors.Is(r.err, idem.ErrLeaseLost) {
+	if r := idemtest.Recv(t, a); !errors.Is(r.err, idem.ErrLeaseLost) {
 		t.Fatalf("A's late result: %+v, want ErrLeaseLost", r)
 	}
 	if again, err := cqrs.Dispatch[Order](ctx, busA, PlaceOrder{SKU: "from A"}); err != nil || again != got {
@@ -435,17 +433,17 @@ func TestCallerCancels(t *testing.T) {
 	o := newOrders()
 	bus := newBus(t, newIdem(t, cqrs.IdempotencyOptions{}), o)
 	ctx, cancel := context.WithCancel(reqCtx("", "req-1"))
-	release := o.hold()
+	release := o.Hold()
 	defer release()
 	a := goPlace(ctx, bus, PlaceOrder{SKU: "book"})
-	waitStarted(t, o)
+	o.WaitStarted(t)
 	cancel()
-	if r := recv(t, a); !errors.Is(r.err, context.Canceled) {
+	if r := idemtest.Recv(t, a); !errors.Is(r.err, context.Canceled) {
 		t.Fatalf("cancelled caller: %+v", r)
 	}
 	release()
 	var got Order
-	eventually(t, "the stored result", func() bool {
+	idemtest.Eventually(t, "the stored result", func() bool {
 		var err error
 		got, err = cqrs.Dispatch[Order](reqCtx("", "req-1"), bus, PlaceOrder{SKU: "book"})
 		return err == nil
@@ -487,7 +485,7 @@ func TestClose(t *testing.T) {
 		t.Fatalf("after Close: %v", err)
 	}
 
-	rt := newRuntime(t, idem.Options{})
+	rt := idemtest.Runtime(t, idem.Options{})
 	q := newIdem(t, cqrs.IdempotencyOptions{Runtime: rt})
 	_ = q.Close(bg)
 	if _, err := idem.Do(bg, rt, "still open", func(context.Context) (int, error) { return 1, nil }); err != nil {

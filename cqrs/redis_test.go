@@ -12,6 +12,7 @@ import (
 
 	"github.com/idemrt/idem"
 	"github.com/idemrt/idem/cqrs"
+	"github.com/idemrt/idem/internal/idemtest"
 	"github.com/idemrt/idem/internal/redistest"
 	"github.com/idemrt/idem/store"
 	"github.com/idemrt/idem/store/redisstore"
@@ -39,7 +40,7 @@ func redisInstances(t *testing.T, n int, wrap func(i int, s store.Store) store.S
 		if wrap != nil {
 			st = wrap(i, s)
 		}
-		rts = append(rts, newRuntime(t, idem.Options{Store: st}))
+		rts = append(rts, idemtest.Runtime(t, idem.Options{Store: st}))
 	}
 	return rts
 }
@@ -54,10 +55,10 @@ func TestRedisAcrossInstances(t *testing.T) {
 		newBus(t, newIdem(t, cqrs.IdempotencyOptions{Runtime: rts[1]}), o),
 	}
 	ctx := reqCtx("acme", "req-1")
-	release := o.hold()
+	release := o.Hold()
 	defer release()
 	owner := goPlace(ctx, buses[0], PlaceOrder{SKU: "book", Qty: 3})
-	waitStarted(t, o)
+	o.WaitStarted(t)
 	var wg sync.WaitGroup
 	var conflicts atomic.Int32
 	for i := range 40 {
@@ -72,7 +73,7 @@ func TestRedisAcrossInstances(t *testing.T) {
 	}
 	wg.Wait()
 	release()
-	first := recv(t, owner)
+	first := idemtest.Recv(t, owner)
 	if first.err != nil {
 		t.Fatal(first.err)
 	}
@@ -118,11 +119,11 @@ func TestRedisLockTTLTakeover(t *testing.T) {
 	busB := newBus(t, newIdem(t, cqrs.IdempotencyOptions{Runtime: rts[1], LockTTL: lockTTL}), oB)
 	ctx := reqCtx("", "req-1")
 
-	release := oA.hold()
+	release := oA.Hold()
 	defer release()
 	start := time.Now()
 	a := goPlace(ctx, busA, PlaceOrder{SKU: "from A"})
-	waitStarted(t, oA)
+	oA.WaitStarted(t)
 	var got Order
 	for {
 		var err error
@@ -145,7 +146,7 @@ func TestRedisLockTTLTakeover(t *testing.T) {
 		t.Fatalf("B: %+v after %d runs", got, oB.runs.Load())
 	}
 	release()
-	if r := recv(t, a); !errors.Is(r.err, idem.ErrLeaseLost) {
+	if r := idemtest.Recv(t, a); !errors.Is(r.err, idem.ErrLeaseLost) {
 		t.Fatalf("A's late result: %+v, want ErrLeaseLost", r)
 	}
 	if again, err := cqrs.Dispatch[Order](ctx, busA, PlaceOrder{}); err != nil || again != got {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/idemrt/idem"
 	"github.com/idemrt/idem/cqrs"
+	"github.com/idemrt/idem/internal/idemtest"
 )
 
 // A holder that never finishes, in a live process, is taken over after
@@ -21,16 +22,14 @@ func TestHungHolderTakenOverAfterLockTTL(t *testing.T) {
 	o := newOrders()
 	bus := newBus(t, newIdem(t, cqrs.IdempotencyOptions{LockTTL: 150 * time.Millisecond}), o)
 	ctx := reqCtx("acme", "req-hung")
-	release := o.hold()
+	release := o.Hold()
 	defer release()
 	callCtx, cancel := context.WithCancel(ctx)
 	first := goPlace(callCtx, bus, PlaceOrder{SKU: "hangs"})
-	waitStarted(t, o)
-	o.mu.Lock()
-	o.gate = nil // only the first run hangs
-	o.mu.Unlock()
-	cancel() // the caller gives up; the handler hangs on
-	recv(t, first)
+	o.WaitStarted(t)
+	o.Unhold() // only the first run hangs
+	cancel()   // the caller gives up; the handler hangs on
+	idemtest.Recv(t, first)
 	time.Sleep(600 * time.Millisecond) // four LockTTLs
 	got, err := cqrs.Dispatch[Order](ctx, bus, PlaceOrder{SKU: "retry"})
 	if err != nil || got.SKU != "retry" {

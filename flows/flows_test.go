@@ -21,8 +21,6 @@ import (
 
 var bg = context.Background()
 
-func newRuntime(t testing.TB, opts idem.Options) *idem.Runtime { return idemtest.Runtime(t, opts) }
-
 // Order is the state of the checkout flows in these tests.
 type Order struct {
 	Invoice  string
@@ -82,7 +80,7 @@ func checkout(t testing.TB, c *counter, charge func(context.Context, Order) (Ord
 // eachStore runs f on a runtime with the in-memory store and on one with
 // the Redis store (a real redis-server).
 func eachStore(t *testing.T, f func(t *testing.T, rt *idem.Runtime)) {
-	t.Run("memory", func(t *testing.T) { f(t, newRuntime(t, idem.Options{})) })
+	t.Run("memory", func(t *testing.T) { f(t, idemtest.Runtime(t, idem.Options{})) })
 	t.Run("redis", func(t *testing.T) {
 		srv := redistest.Start(t, redistest.Options{})
 		rt, _ := redisRuntime(t, srv.Addr)
@@ -140,7 +138,7 @@ func TestDuplicateRuns(t *testing.T) {
 }
 
 func TestFailFastDuplicate(t *testing.T) {
-	rt := newRuntime(t, idem.Options{})
+	rt := idemtest.Runtime(t, idem.Options{})
 	c := newCounter()
 	gate := make(chan struct{})
 	started := make(chan struct{})
@@ -231,7 +229,7 @@ func TestPermanentStepReplayed(t *testing.T) {
 }
 
 func TestClassifier(t *testing.T) {
-	rt := newRuntime(t, idem.Options{})
+	rt := idemtest.Runtime(t, idem.Options{})
 	c := newCounter()
 	f := checkout(t, c, func(_ context.Context, o Order) (Order, error) {
 		c.add("charge")
@@ -306,7 +304,7 @@ func TestOnAfterFailureReleases(t *testing.T) {
 
 // Hooks run when the step executes, in order, and not on a replay.
 func TestHooks(t *testing.T) {
-	rt := newRuntime(t, idem.Options{})
+	rt := idemtest.Runtime(t, idem.Options{})
 	var log []string
 	f, err := flows.New("f",
 		flows.Step("s", func(_ context.Context, o Order) (Order, error) {
@@ -386,7 +384,7 @@ func TestReduceRetryRunsRemainder(t *testing.T) {
 // Keys are scoped by namespace (tenants never share one), and a key
 // reused by another step or flow is an error, not a merge.
 func TestKeyScopes(t *testing.T) {
-	rt := newRuntime(t, idem.Options{})
+	rt := idemtest.Runtime(t, idem.Options{})
 	c := newCounter()
 	f := checkout(t, c, nil)
 	for _, tenant := range []string{"tenant-a", "tenant-b"} {
@@ -441,7 +439,7 @@ func TestBadInput(t *testing.T) {
 		}
 	}
 
-	rt := newRuntime(t, idem.Options{})
+	rt := idemtest.Runtime(t, idem.Options{})
 	ran := false
 	f := flows.Must(flows.New("f",
 		flows.Step("a", func(_ context.Context, o Order) (Order, error) { ran = true; return o, nil }),
@@ -479,7 +477,7 @@ func TestBadInput(t *testing.T) {
 // A step's result replayed from the cache is a copy: changing the state in
 // a later step does not change what the next replay returns.
 func TestReplaysAreCopies(t *testing.T) {
-	rt := newRuntime(t, idem.Options{})
+	rt := idemtest.Runtime(t, idem.Options{})
 	f := flows.Must(flows.New("f",
 		flows.Step("add", func(_ context.Context, o Order) (Order, error) {
 			o.Items = append(o.Items, "a")

@@ -8,6 +8,7 @@ import (
 
 	"github.com/idemrt/idem"
 	"github.com/idemrt/idem/flows"
+	"github.com/idemrt/idem/internal/idemtest"
 	"github.com/idemrt/idem/store/memstore"
 )
 
@@ -29,7 +30,7 @@ func TestTypedNilReduceStep(t *testing.T) {
 // Two different flows with different workflow keys must not share a key:
 // "flow:"+name+":"+key is ambiguous when a flow name holds ':'.
 func TestFlowNameKeyCollision(t *testing.T) {
-	rt := newRuntime(t, idem.Options{})
+	rt := idemtest.Runtime(t, idem.Options{})
 	ok := func(_ context.Context, o Order) (Order, error) { o.Charged = true; return o, nil }
 	f1 := flows.Must(flows.New("billing:checkout", flows.Step("s", ok)))
 	f2 := flows.Must(flows.New("billing", flows.Step("s", ok)))
@@ -55,7 +56,7 @@ func TestCachedStateAliasesInput(t *testing.T) {
 		return s, nil
 	}
 	t.Run("step", func(t *testing.T) {
-		rt := newRuntime(t, idem.Options{})
+		rt := idemtest.Runtime(t, idem.Options{})
 		f := flows.Must(flows.New("alias", flows.Step("tag", tag).
 			Idempotent(func(s tagged) string { return "tag:" + s.ID }, flows.StepOptions{})))
 		in := tagged{ID: "1", Tags: map[string]string{}}
@@ -69,7 +70,7 @@ func TestCachedStateAliasesInput(t *testing.T) {
 		}
 	})
 	t.Run("workflow", func(t *testing.T) {
-		rt := newRuntime(t, idem.Options{})
+		rt := idemtest.Runtime(t, idem.Options{})
 		f := flows.Must(flows.New("alias", flows.Step("tag", tag)))
 		in := tagged{ID: "1", Tags: map[string]string{}}
 		opts := flows.RunOptions[tagged]{IdempotencyKey: "req-1"}
@@ -89,7 +90,7 @@ func TestCachedStateAliasesInput(t *testing.T) {
 // back to the snapshot after item 0, losing item 1's effect on the state
 // although item 1's side effect happened.
 func TestReduceRepeatedKeyRollsBackState(t *testing.T) {
-	rt := newRuntime(t, idem.Options{})
+	rt := idemtest.Runtime(t, idem.Options{})
 	f := flows.Must(flows.New("refunds",
 		flows.Reduce("refund", func(o Order) []string { return o.Items },
 			func(_ context.Context, o Order, item string) (Order, error) {
@@ -117,8 +118,8 @@ func TestReduceRepeatedKeyRollsBackState(t *testing.T) {
 func TestPermanentErrorReplayedElsewhere(t *testing.T) {
 	st := memstore.New(memstore.Options{})
 	t.Cleanup(func() { st.Close() })
-	rt1 := newRuntime(t, idem.Options{Store: st})
-	rt2 := newRuntime(t, idem.Options{Store: st})
+	rt1 := idemtest.Runtime(t, idem.Options{Store: st})
+	rt2 := idemtest.Runtime(t, idem.Options{Store: st})
 	c := newCounter()
 	f := checkout(t, c, func(_ context.Context, o Order) (Order, error) {
 		c.add("charge")
@@ -144,7 +145,7 @@ func TestPermanentErrorReplayedElsewhere(t *testing.T) {
 // duplicates parked on the run: duplicates of a run starve the run itself,
 // whose step fails with ErrOverloaded (and the whole run with it).
 func TestDuplicatesStarveOwnerStep(t *testing.T) {
-	rt := newRuntime(t, idem.Options{Shards: 1, MaxPending: 3})
+	rt := idemtest.Runtime(t, idem.Options{Shards: 1, MaxPending: 3})
 	gate := make(chan struct{})
 	f := flows.Must(flows.New("f",
 		flows.Step("prepare", func(_ context.Context, o Order) (Order, error) { <-gate; return o, nil }),
@@ -177,7 +178,7 @@ func TestDuplicatesStarveOwnerStep(t *testing.T) {
 // found when its step is reached: the run stops there with a *StepError,
 // before that step runs (the earlier ones did, and are kept).
 func TestBadStepKeyStopsAtItsStep(t *testing.T) {
-	rt := newRuntime(t, idem.Options{})
+	rt := idemtest.Runtime(t, idem.Options{})
 	c := newCounter()
 	f := flows.Must(flows.New("f",
 		flows.Step("charge", func(_ context.Context, o Order) (Order, error) { c.add("charge"); return o, nil }).
@@ -199,7 +200,7 @@ func TestBadStepKeyStopsAtItsStep(t *testing.T) {
 // but New keeps the caller's *StepDef, so configuring the step afterwards
 // changes the flow and bypasses the checks (a nil hook then panics in Run).
 func TestFlowNotImmutable(t *testing.T) {
-	rt := newRuntime(t, idem.Options{})
+	rt := idemtest.Runtime(t, idem.Options{})
 	st := flows.Step("s", func(_ context.Context, o Order) (Order, error) { return o, nil })
 	f := flows.Must(flows.New("f", st))
 	st.OnBefore(nil) // after New: never checked
@@ -220,8 +221,8 @@ func TestFlowNotImmutable(t *testing.T) {
 func TestClassifiedPermanentIsPermanent(t *testing.T) {
 	st := memstore.New(memstore.Options{})
 	t.Cleanup(func() { st.Close() })
-	rt1 := newRuntime(t, idem.Options{Store: st})
-	rt2 := newRuntime(t, idem.Options{Store: st})
+	rt1 := idemtest.Runtime(t, idem.Options{Store: st})
+	rt2 := idemtest.Runtime(t, idem.Options{Store: st})
 	c := newCounter()
 	f := checkout(t, c, func(_ context.Context, o Order) (Order, error) {
 		c.add("charge")

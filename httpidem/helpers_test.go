@@ -14,19 +14,13 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
-	"github.com/idemrt/idem"
 	"github.com/idemrt/idem/httpidem"
 	"github.com/idemrt/idem/internal/idemtest"
 	"github.com/idemrt/idem/store"
 )
 
 var bg = context.Background()
-
-// newRuntime starts a runtime that the test closes at its end (after the
-// servers registered later).
-func newRuntime(t testing.TB, opts idem.Options) *idem.Runtime { return idemtest.Runtime(t, opts) }
 
 // serve starts a loopback HTTP server: a ServeMux with h behind the
 // middleware on every path. The server, then the middleware, are closed at
@@ -41,7 +35,7 @@ func serve(t testing.TB, opts httpidem.Options, h http.Handler) (*httptest.Serve
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(bg, 10*time.Second)
+		ctx, cancel := context.WithTimeout(bg, idemtest.Timeout)
 		defer cancel()
 		if err := mw.Close(ctx); err != nil {
 			t.Errorf("middleware Close: %v", err)
@@ -140,25 +134,15 @@ func expectProblem(t testing.TB, what string, r reply, status int) {
 
 // payments is a handler that counts its runs and answers with status and a
 // body naming the run and echoing the request body. While held, each run
-// announces itself on started and waits.
+// announces itself on Started and waits (see idemtest.Checkpoint).
 type payments struct {
-	runs    atomic.Int32
-	mu      sync.Mutex
-	status  []int // statuses of the next runs (then 201)
-	gate    chan struct{}
-	started chan struct{}
+	*idemtest.Checkpoint
+	runs   atomic.Int32
+	mu     sync.Mutex
+	status []int // statuses of the next runs (then 201)
 }
 
-func newPayments() *payments { return &payments{started: make(chan struct{}, 1000)} }
-
-func (p *payments) hold() (release func()) {
-	g := make(chan struct{})
-	p.mu.Lock()
-	p.gate = g
-	p.mu.Unlock()
-	var once sync.Once
-	return func() { once.Do(func() { close(g) }) }
-}
+func newPayments() *payments { return &payments{Checkpoint: idemtest.NewCheckpoint()} }
 
 func (p *payments) next(statuses ...int) {
 	p.mu.Lock()
@@ -170,33 +154,17 @@ func (p *payments) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	n := p.runs.Add(1)
 	body, _ := io.ReadAll(r.Body)
 	p.mu.Lock()
-	g := p.gate
 	status := http.StatusCreated
 	if len(p.status) > 0 {
 		status, p.status = p.status[0], p.status[1:]
 	}
 	p.mu.Unlock()
-	if g != nil {
-		p.started <- struct{}{}
-		<-g
-	}
+	p.Pass()
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Location", "/payments/"+strconv.Itoa(int(n)))
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(map[string]any{"run": n, "status": status, "body": string(body)})
 }
-
-func (p *payments) waitStarted(t testing.TB) {
-	t.Helper()
-	select {
-	case <-p.started:
-	case <-time.After(15 * time.Second):
-		t.Fatal("the handler did not start within 15s")
-	}
-}
-
-// eventually waits until cond holds, failing the test after 15s.
-func eventually(t testing.TB, what string, cond func() bool) { idemtest.Eventually(t, what, cond) }
 
 // logBuffer collects a logger's output.
 type logBuffer struct {

@@ -18,24 +18,25 @@ import (
 
 	"github.com/idemrt/idem"
 	"github.com/idemrt/idem/httpidem"
+	"github.com/idemrt/idem/internal/idemtest"
 	"github.com/idemrt/idem/store/memstore"
 )
 
 // 50 concurrent POSTs with one key: the handler runs once, all get the same
 // status and body, and the 49 that waited are marked as replays.
 func TestStorm(t *testing.T) {
-	rt := newRuntime(t, idem.Options{})
+	rt := idemtest.Runtime(t, idem.Options{})
 	p := newPayments()
 	srv, _ := serve(t, httpidem.Options{Runtime: rt, Settle: 10 * time.Second}, p)
-	release := p.hold()
+	release := p.Hold()
 	defer release()
 	const n = 50
 	replies := make(chan reply, n)
 	for range n {
 		go func() { replies <- do(srv, http.MethodPost, "/payments", "storm-1", `{"amount":42}`) }()
 	}
-	p.waitStarted(t)
-	eventually(t, "49 parked requests", func() bool { return rt.Stats().Waiters == n-1 })
+	p.WaitStarted(t)
+	idemtest.Eventually(t, "49 parked requests", func() bool { return rt.Stats().Waiters == n-1 })
 	release()
 	var first string
 	replayed := 0
@@ -66,11 +67,11 @@ func TestStorm(t *testing.T) {
 func TestStormSettleZero(t *testing.T) {
 	p := newPayments()
 	srv, _ := serve(t, httpidem.Options{}, p)
-	release := p.hold()
+	release := p.Hold()
 	defer release()
 	owner := make(chan reply, 1)
 	go func() { owner <- do(srv, http.MethodPost, "/payments", "storm-2", "pay") }()
-	p.waitStarted(t)
+	p.WaitStarted(t)
 	var wg sync.WaitGroup
 	replies := make(chan reply, 49)
 	for range 49 {
@@ -94,11 +95,11 @@ func TestStormSettleZero(t *testing.T) {
 func TestSettleTimeout(t *testing.T) {
 	p := newPayments()
 	srv, _ := serve(t, httpidem.Options{Settle: 100 * time.Millisecond}, p)
-	release := p.hold()
+	release := p.Hold()
 	defer release()
 	owner := make(chan reply, 1)
 	go func() { owner <- do(srv, http.MethodPost, "/payments", "k", "pay") }()
-	p.waitStarted(t)
+	p.WaitStarted(t)
 	start := time.Now()
 	expectProblem(t, "waiter", post(t, srv, "k", "pay"), http.StatusConflict)
 	if d := time.Since(start); d < 90*time.Millisecond {
@@ -115,7 +116,7 @@ func TestMismatch(t *testing.T) {
 	mem := memstore.New(memstore.Options{})
 	defer mem.Close()
 	st := &downable{Store: mem}
-	rt := newRuntime(t, idem.Options{Store: st})
+	rt := idemtest.Runtime(t, idem.Options{Store: st})
 	p := newPayments()
 	srv, _ := serve(t, httpidem.Options{Runtime: rt}, p)
 	srvWait, _ := serve(t, httpidem.Options{Runtime: rt, Settle: 10 * time.Second}, p)
@@ -136,10 +137,10 @@ func TestMismatch(t *testing.T) {
 		}
 	}
 
-	release := p.hold()
+	release := p.Hold()
 	owner := make(chan reply, 1)
 	go func() { owner <- do(srv, http.MethodPost, "/payments", "k1", "amount=10") }()
-	p.waitStarted(t)
+	p.WaitStarted(t)
 	check("in flight")
 	release()
 	first := <-owner
@@ -152,7 +153,7 @@ func TestMismatch(t *testing.T) {
 	st.down.Store(false)
 
 	// From the store: a second instance on the same store, its cache empty.
-	rt2 := newRuntime(t, idem.Options{Store: mem, DisableCache: true})
+	rt2 := idemtest.Runtime(t, idem.Options{Store: mem, DisableCache: true})
 	srv2, _ := serve(t, httpidem.Options{Runtime: rt2}, p)
 	srv, srvWait = srv2, srv2
 	check("stored")
@@ -199,18 +200,18 @@ func TestStatusPolicy(t *testing.T) {
 // A waiter of a request whose response is not stored is handed the key and
 // runs its own request, like a retry.
 func TestWaiterRunsAfterFailure(t *testing.T) {
-	rt := newRuntime(t, idem.Options{})
+	rt := idemtest.Runtime(t, idem.Options{})
 	p := newPayments()
 	srv, _ := serve(t, httpidem.Options{Runtime: rt, Settle: 10 * time.Second}, p)
 	p.next(http.StatusBadGateway)
-	release := p.hold()
+	release := p.Hold()
 	defer release()
 	owner := make(chan reply, 1)
 	go func() { owner <- do(srv, http.MethodPost, "/payments", "k", "x") }()
-	p.waitStarted(t)
+	p.WaitStarted(t)
 	waiter := make(chan reply, 1)
 	go func() { waiter <- do(srv, http.MethodPost, "/payments", "k", "x") }()
-	eventually(t, "the parked waiter", func() bool { return rt.Stats().Waiters == 1 })
+	idemtest.Eventually(t, "the parked waiter", func() bool { return rt.Stats().Waiters == 1 })
 	release()
 	expect(t, "owner", <-owner, http.StatusBadGateway, false, "")
 	expect(t, "waiter", <-waiter, http.StatusCreated, false, "")
@@ -444,17 +445,17 @@ func TestHeaders(t *testing.T) {
 // until the handler returns, as net/http's do); its response is stored for
 // the retry.
 func TestClientGoesAway(t *testing.T) {
-	rt := newRuntime(t, idem.Options{})
+	rt := idemtest.Runtime(t, idem.Options{})
 	p := newPayments()
 	srv, _ := serve(t, httpidem.Options{Runtime: rt, Settle: 10 * time.Second}, p)
-	release := p.hold()
+	release := p.Hold()
 	defer release()
 	ctx, cancel := context.WithCancel(bg)
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+"/payments", strings.NewReader("x"))
 	req.Header.Set(httpidem.HeaderKey, "k")
 	gone := make(chan reply, 1)
 	go func() { gone <- send(srv, req) }()
-	p.waitStarted(t)
+	p.WaitStarted(t)
 	cancel()
 	if r := <-gone; r.err == nil {
 		t.Fatalf("cancelled request: %+v", r)
@@ -507,7 +508,7 @@ func TestClose(t *testing.T) {
 		t.Fatal("no Retry-After on 503")
 	}
 
-	rt := newRuntime(t, idem.Options{})
+	rt := idemtest.Runtime(t, idem.Options{})
 	mw2, _ := httpidem.New(httpidem.Options{Runtime: rt})
 	_ = mw2.Close(bg)
 	if _, err := idem.Do(bg, rt, "k", func(context.Context) (int, error) { return 1, nil }); err != nil {
@@ -555,7 +556,7 @@ func TestStatusFor(t *testing.T) {
 // The requests waiting for a request whose handler panics get 500 too; the
 // key is released and the retry runs.
 func TestPanicWithWaiters(t *testing.T) {
-	rt := newRuntime(t, idem.Options{})
+	rt := idemtest.Runtime(t, idem.Options{})
 	var logs logBuffer
 	var runs atomic.Int32
 	started, release := make(chan struct{}), make(chan struct{})
@@ -574,7 +575,7 @@ func TestPanicWithWaiters(t *testing.T) {
 	for range 2 {
 		go func() { replies <- do(srv, http.MethodPost, "/", "k", "x") }()
 	}
-	eventually(t, "2 parked requests", func() bool { return rt.Stats().Waiters == 2 })
+	idemtest.Eventually(t, "2 parked requests", func() bool { return rt.Stats().Waiters == 2 })
 	close(release)
 	for range 3 {
 		expectProblem(t, "panicked run", <-replies, http.StatusInternalServerError)
@@ -587,7 +588,7 @@ func TestPanicWithWaiters(t *testing.T) {
 
 // Version keeps the keys of two APIs on one runtime apart.
 func TestVersion(t *testing.T) {
-	rt := newRuntime(t, idem.Options{})
+	rt := idemtest.Runtime(t, idem.Options{})
 	p := newPayments()
 	v1, _ := serve(t, httpidem.Options{Runtime: rt}, p)
 	v2, _ := serve(t, httpidem.Options{Runtime: rt, Version: "v2"}, p)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/idemrt/idem"
 	"github.com/idemrt/idem/httpidem"
+	"github.com/idemrt/idem/internal/idemtest"
 	"github.com/idemrt/idem/internal/redistest"
 	"github.com/idemrt/idem/store/redisstore"
 )
@@ -28,7 +29,7 @@ func redisRuntime(t *testing.T, srv *redistest.Server, prefix string) *idem.Runt
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	return newRuntime(t, idem.Options{Store: s})
+	return idemtest.Runtime(t, idem.Options{Store: s})
 }
 
 // 50 concurrent POSTs with one key, spread over two instances on one Redis:
@@ -41,12 +42,12 @@ func TestRedisStorm(t *testing.T) {
 	tenant := func(r *http.Request) string { return r.Header.Get("X-Tenant") }
 	a, _ := serve(t, httpidem.Options{Runtime: rtA, Settle: 10 * time.Second, Tenant: tenant}, p)
 	b, _ := serve(t, httpidem.Options{Runtime: rtB, Settle: 10 * time.Second, Tenant: tenant}, p)
-	release := p.hold()
+	release := p.Hold()
 	defer release()
 	const n = 50
 	replies := make(chan reply, n)
 	go func() { replies <- do(a, http.MethodPost, "/payments", "k", "pay 10", "X-Tenant", "acme") }()
-	p.waitStarted(t)
+	p.WaitStarted(t)
 	for i := range n - 1 {
 		srv := a
 		if i%2 == 1 {
@@ -54,7 +55,7 @@ func TestRedisStorm(t *testing.T) {
 		}
 		go func() { replies <- do(srv, http.MethodPost, "/payments", "k", "pay 10", "X-Tenant", "acme") }()
 	}
-	eventually(t, "49 parked requests", func() bool { return rtA.Stats().Waiters+rtB.Stats().Waiters == n-1 })
+	idemtest.Eventually(t, "49 parked requests", func() bool { return rtA.Stats().Waiters+rtB.Stats().Waiters == n-1 })
 	release()
 	var first string
 	replayed := 0
@@ -100,11 +101,11 @@ func TestRedisMismatchAndRestart(t *testing.T) {
 	// In flight on instance 1, asked on instance 2.
 	rt2 := redisRuntime(t, srv, prefix)
 	s2, _ := serve(t, httpidem.Options{Runtime: rt2}, p)
-	release := p.hold()
+	release := p.Hold()
 	defer release()
 	owner := make(chan reply, 1)
 	go func() { owner <- do(s1, http.MethodPost, "/payments", "k2", "amount=10") }()
-	p.waitStarted(t)
+	p.WaitStarted(t)
 	expectProblem(t, "in flight elsewhere, other body", post(t, s2, "k2", "amount=99"), http.StatusUnprocessableEntity)
 	expectProblem(t, "in flight elsewhere, same body", post(t, s2, "k2", "amount=10"), http.StatusConflict)
 	release()

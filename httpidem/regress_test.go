@@ -16,6 +16,7 @@ import (
 
 	"github.com/idemrt/idem"
 	"github.com/idemrt/idem/httpidem"
+	"github.com/idemrt/idem/internal/idemtest"
 	"github.com/idemrt/idem/store/memstore"
 )
 
@@ -23,7 +24,7 @@ import (
 // context) stays the handler's while it runs after its client left: the
 // request does not return (and chi does not recycle it) before the handler.
 func TestChiRouteContextKeptWhileHandlerRuns(t *testing.T) {
-	rt := newRuntime(t, idem.Options{})
+	rt := idemtest.Runtime(t, idem.Options{})
 	mw, err := httpidem.New(httpidem.Options{Runtime: rt})
 	if err != nil {
 		t.Fatal(err)
@@ -65,7 +66,7 @@ func TestChiRouteContextKeptWhileHandlerRuns(t *testing.T) {
 	wg.Wait()
 	release()
 	var got reply
-	eventually(t, "the first run to be stored", func() bool {
+	idemtest.Eventually(t, "the first run to be stored", func() bool {
 		got = do(srv, http.MethodPost, "/orders/first", "k-first", "x")
 		return got.err == nil && got.status == http.StatusOK
 	})
@@ -81,7 +82,7 @@ func TestChiRouteContextKeptWhileHandlerRuns(t *testing.T) {
 // run itself.
 func TestPanicAfterClientLeftIsLogged(t *testing.T) {
 	var logs logBuffer
-	rt := newRuntime(t, idem.Options{})
+	rt := idemtest.Runtime(t, idem.Options{})
 	gate := make(chan struct{})
 	started := make(chan struct{}, 1)
 	var panicking atomic.Bool
@@ -106,7 +107,7 @@ func TestPanicAfterClientLeftIsLogged(t *testing.T) {
 	panicking.Store(false)
 	close(gate)
 	// Once the retry runs, the panicked run is over.
-	eventually(t, "the retry to run", func() bool {
+	idemtest.Eventually(t, "the retry to run", func() bool {
 		r := do(srv, http.MethodPost, "/payments", "k", "x")
 		return r.err == nil && r.status == http.StatusCreated
 	})
@@ -139,11 +140,11 @@ func TestWaiterContextDeadlineIs409(t *testing.T) {
 		defer cancel()
 		_ = mw.Close(ctx)
 	}()
-	release := p.hold()
+	release := p.Hold()
 	defer release()
 	owner := make(chan reply, 1)
 	go func() { owner <- do(srv, http.MethodPost, "/payments", "k", "pay") }()
-	p.waitStarted(t)
+	p.WaitStarted(t)
 	r := do(srv, http.MethodPost, "/payments", "k", "pay", "X-Timeout", "1")
 	release()
 	<-owner
@@ -157,8 +158,8 @@ func TestWaiterContextDeadlineIs409(t *testing.T) {
 func TestNonUTF8HeaderFromStore(t *testing.T) {
 	mem := memstore.New(memstore.Options{})
 	defer mem.Close()
-	rt1 := newRuntime(t, idem.Options{Store: mem})
-	rt2 := newRuntime(t, idem.Options{Store: mem, DisableCache: true})
+	rt1 := idemtest.Runtime(t, idem.Options{Store: mem})
+	rt2 := idemtest.Runtime(t, idem.Options{Store: mem, DisableCache: true})
 	const cd = "attachment; filename=\"caf\xe9.txt\""
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Disposition", cd)

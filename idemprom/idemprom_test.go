@@ -82,21 +82,12 @@ func value(t *testing.T, fams map[string]*dto.MetricFamily, name string, labels 
 	return 0
 }
 
-func newRuntime(t *testing.T, opts idem.Options) *idem.Runtime {
-	rt, err := idem.New(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = rt.Close(bg) })
-	return rt
-}
-
 // A 100-caller storm, scraped through a real HTTP endpoint: 1 executed,
 // 99 joined; their waits are in the settle histogram; the gauges show the
 // storm while it waits and nothing after.
 func TestStormScraped(t *testing.T) {
 	col := idemprom.New(idemprom.Options{})
-	rt := newRuntime(t, idem.Options{Observer: col})
+	rt := idemtest.Runtime(t, idem.Options{Observer: col})
 	col.Watch(rt)
 	url := serve(t, col)
 
@@ -159,7 +150,7 @@ func TestStormScraped(t *testing.T) {
 // Every kind of result lands in its own series.
 func TestResults(t *testing.T) {
 	col := idemprom.New(idemprom.Options{NamespaceLabel: true})
-	rt := newRuntime(t, idem.Options{Observer: col, Shards: 1, MaxPending: 1})
+	rt := idemtest.Runtime(t, idem.Options{Observer: col, Shards: 1, MaxPending: 1})
 	col.Watch(rt)
 	url := serve(t, col)
 	key := store.BuildKey("k", store.Scope{Namespace: "tenant-a"})
@@ -197,7 +188,7 @@ func TestStoreMetrics(t *testing.T) {
 	}
 	t.Cleanup(func() { st.Close() })
 	col := idemprom.New(idemprom.Options{})
-	rt := newRuntime(t, idem.Options{Observer: col, Store: st})
+	rt := idemtest.Runtime(t, idem.Options{Observer: col, Store: st})
 	col.Watch(rt)
 	url := serve(t, col)
 	for i := range 20 {

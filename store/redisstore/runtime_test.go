@@ -56,78 +56,27 @@ func deployments(t *testing.T, f func(t *testing.T, client func(t testing.TB) re
 	})
 }
 
-type gate struct {
-	runs    atomic.Int32
-	started chan struct{}
-	open    chan struct{}
-}
-
-func newGate() *gate { return &gate{started: make(chan struct{}, 100), open: make(chan struct{})} }
-
-func (g *gate) fn(v string) func(context.Context) (string, error) {
-	return func(context.Context) (string, error) {
-		g.runs.Add(1)
-		g.started <- struct{}{}
-		<-g.open
-		return v, nil
-	}
-}
-
-type result struct {
-	v   string
-	err error
-	out idem.Outcome
-}
-
-func goDo(ctx context.Context, rt *idem.Runtime, key string, fn func(context.Context) (string, error), opts ...idem.CallOption) <-chan result {
-	ch := make(chan result, 1)
-	go func() {
-		var r result
-		r.v, r.err = idem.Do(ctx, rt, key, fn, append(opts, idem.WithOutcome(&r.out))...)
-		ch <- r
-	}()
-	return ch
-}
-
-func recv(t testing.TB, ch <-chan result) result {
-	t.Helper()
-	select {
-	case r := <-ch:
-		return r
-	case <-time.After(20 * time.Second):
-		t.Fatal("no answer within 20s")
-		return result{}
-	}
-}
-
 func eventually(t testing.TB, what string, cond func() bool) { idemtest.Eventually(t, what, cond) }
-
-func mustNotRun(t testing.TB) func(context.Context) (string, error) {
-	return func(context.Context) (string, error) {
-		t.Error("function ran, but it must not")
-		return "", nil
-	}
-}
 
 // A storm on one runtime over Redis: one execution, everyone gets it.
 func TestRuntimeStorm(t *testing.T) {
 	deployments(t, func(t *testing.T, client func(testing.TB) redis.UniversalClient) {
 		rt := newRuntime(t, idem.Options{Store: newStore(t, client(t))})
-		g := newGate()
-		var chans []<-chan result
+		g := idemtest.NewGate()
+		var chans []<-chan idemtest.Result
 		for range 100 {
-			chans = append(chans, goDo(bg, rt, "storm", g.fn("once")))
+			chans = append(chans, idemtest.GoDo(bg, rt, "storm", g.Fn("once", nil)))
 		}
-		<-g.started
+		<-g.Started
 		eventually(t, "parked callers", func() bool { return rt.Stats().Waiters == 99 })
-		close(g.open)
+		close(g.Open)
 		for _, ch := range chans {
-			if r := recv(t, ch); r.err != nil || r.v != "once" {
+			if r := idemtest.Recv(t, ch); r.Err != nil || r.V != "once" {
 				t.Fatalf("caller: %+v", r)
 			}
 		}
-		if g.runs.Load() != 1 {
-			t.Fatalf("ran %d times", g.runs.Load())
+		if g.Runs() != 1 {
+			t.Fatalf("ran %d times", g.Runs())
 		}
 	})
 }
@@ -190,17 +139,17 @@ func TestCrossInstanceWake(t *testing.T) {
 			return newRuntime(t, idem.Options{Store: s, Shards: 1, Clock: c})
 		}
 		a, b := mk(nil), mk(clock.NewFake(time.Now()))
-		g := newGate()
-		owner := goDo(bg, a, "k", g.fn("from A"))
-		<-g.started
-		waiter := goDo(bg, b, "k", mustNotRun(t))
+		g := idemtest.NewGate()
+		owner := idemtest.GoDo(bg, a, "k", g.Fn("from A", nil))
+		<-g.Started
+		waiter := idemtest.GoDo(bg, b, "k", idemtest.MustNotRun(t))
 		eventually(t, "B parked", func() bool { return b.Stats().Waiters == 1 })
-		close(g.open)
-		if r := recv(t, owner); r.err != nil {
-			t.Fatal(r.err)
+		close(g.Open)
+		if r := idemtest.Recv(t, owner); r.Err != nil {
+			t.Fatal(r.Err)
 		}
-		r := recv(t, waiter)
-		if r.err != nil || r.v != "from A" || r.out != idem.Joined {
+		r := idemtest.Recv(t, waiter)
+		if r.Err != nil || r.V != "from A" || r.Out != idem.Joined {
 			t.Fatalf("B: %+v", r)
 		}
 	})
@@ -218,14 +167,14 @@ func TestCrossInstanceLostWake(t *testing.T) {
 	sb, _ := redisstore.New(bg, c, redisstore.Options{KeyPrefix: prefix})
 	a := newRuntime(t, idem.Options{Store: sa})
 	b := newRuntime(t, idem.Options{Store: deaf{sb}})
-	g := newGate()
-	owner := goDo(bg, a, "k", g.fn("from A"))
-	<-g.started
-	waiter := goDo(bg, b, "k", mustNotRun(t))
+	g := idemtest.NewGate()
+	owner := idemtest.GoDo(bg, a, "k", g.Fn("from A", nil))
+	<-g.Started
+	waiter := idemtest.GoDo(bg, b, "k", idemtest.MustNotRun(t))
 	eventually(t, "B parked", func() bool { return b.Stats().Waiters == 1 })
-	close(g.open)
-	recv(t, owner)
-	if r := recv(t, waiter); r.err != nil || r.v != "from A" {
+	close(g.Open)
+	idemtest.Recv(t, owner)
+	if r := idemtest.Recv(t, waiter); r.Err != nil || r.V != "from A" {
 		t.Fatalf("B: %+v", r)
 	}
 }
@@ -241,18 +190,18 @@ func TestCrossInstanceResubscribe(t *testing.T) {
 	sb, _ := redisstore.New(bg, cb, redisstore.Options{KeyPrefix: prefix})
 	a := newRuntime(t, idem.Options{Store: sa})
 	b := newRuntime(t, idem.Options{Store: sb, Clock: clock.NewFake(time.Now())})
-	g := newGate()
-	owner := goDo(bg, a, "k", g.fn("from A"), idem.WithLease(time.Hour))
-	<-g.started
-	waiter := goDo(bg, b, "k", mustNotRun(t), idem.WithSettle(time.Minute))
+	g := idemtest.NewGate()
+	owner := idemtest.GoDo(bg, a, "k", g.Fn("from A", nil), idem.WithLease(time.Hour))
+	<-g.Started
+	waiter := idemtest.GoDo(bg, b, "k", idemtest.MustNotRun(t), idem.WithSettle(time.Minute))
 	eventually(t, "B parked", func() bool { return b.Stats().Waiters == 1 })
 	// Drop every pub/sub connection, then finish while they reconnect.
 	if _, err := redistest.Command(srv.Addr, "CLIENT", "KILL", "TYPE", "pubsub"); err != nil {
 		t.Fatal(err)
 	}
-	close(g.open)
-	recv(t, owner)
-	if r := recv(t, waiter); r.err != nil || r.v != "from A" {
+	close(g.Open)
+	idemtest.Recv(t, owner)
+	if r := idemtest.Recv(t, waiter); r.Err != nil || r.V != "from A" {
 		t.Fatalf("B: %+v", r)
 	}
 }
@@ -280,7 +229,7 @@ func TestCorruptRecords(t *testing.T) {
 		if err := c.HSet(bg, rk, fields...).Err(); err != nil {
 			t.Fatal(err)
 		}
-		_, err := idem.Do(bg, rt, key, mustNotRun(t))
+		_, err := idem.Do(bg, rt, key, idemtest.MustNotRun(t))
 		var ce *redisstore.CorruptError
 		if !errors.Is(err, idem.ErrStoreUnavailable) || !errors.As(err, &ce) || ce.Key != key || !strings.Contains(err.Error(), key) {
 			t.Errorf("%s: Do = %v; want a *CorruptError naming the key", key, err)

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/idemrt/idem"
+	"github.com/idemrt/idem/internal/idemtest"
 	"github.com/idemrt/idem/internal/redistest"
 	"github.com/idemrt/idem/store"
 )
@@ -79,14 +80,14 @@ func TestPublishOnlyToWaiters(t *testing.T) {
 	if n := publishes(t, srv.Addr); n != 0 {
 		t.Fatalf("%d publishes for keys nobody waited on", n)
 	}
-	g := newGate()
-	owner := goDo(bg, a, "waited", g.fn("v"))
-	<-g.started
-	waiter := goDo(bg, b, "waited", mustNotRun(t))
+	g := idemtest.NewGate()
+	owner := idemtest.GoDo(bg, a, "waited", g.Fn("v", nil))
+	<-g.Started
+	waiter := idemtest.GoDo(bg, b, "waited", idemtest.MustNotRun(t))
 	eventually(t, "B parked", func() bool { return b.Stats().Waiters == 1 })
-	close(g.open)
-	recv(t, owner)
-	recv(t, waiter)
+	close(g.Open)
+	idemtest.Recv(t, owner)
+	idemtest.Recv(t, waiter)
 	if n := publishes(t, srv.Addr); n != 1 {
 		t.Fatalf("%d publishes for one waiting instance, want 1", n)
 	}
