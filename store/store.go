@@ -41,9 +41,9 @@ type Store interface {
 	// filled in). Otherwise it returns ErrLeaseLost. Completing again with the
 	// same token after success returns the stored record (replay).
 	Complete(ctx context.Context, key string, tok Token, rec Record, ttl time.Duration) (Record, error)
-	// Release releases the key held by tok, so the next Claim executes. Failing an
-	// absent key is a no-op; failing a key held by another token, or completed,
-	// returns ErrLeaseLost.
+	// Release gives back the key held by tok, so the next Claim executes.
+	// Releasing an absent key is a no-op; releasing a key held by another
+	// token, or completed, returns ErrLeaseLost.
 	Release(ctx context.Context, key string, tok Token) error
 	// Renew renews the lease of tok to lease from now, or returns ErrLeaseLost.
 	Renew(ctx context.Context, key string, tok Token, lease time.Duration) error

@@ -99,14 +99,14 @@ func randomLiveClaims(t *testing.T, seed uint64) {
 				fail("complete by the live holder of %s: %v", k, err)
 			}
 			h.held = false
-		case 4: // fail
+		case 4: // release
 			if !h.held {
 				continue
 			}
 			err := s.Release(ctx, k, h.tok)
-			log = append(log, fmt.Sprintf("t=%v fail %s -> %v", now.Sub(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), k, err))
+			log = append(log, fmt.Sprintf("t=%v release %s -> %v", now.Sub(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), k, err))
 			if err != nil && live {
-				fail("fail by the live holder of %s: %v", k, err)
+				fail("release by the live holder of %s: %v", k, err)
 			}
 			h.held = false
 		case 5:

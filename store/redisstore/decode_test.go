@@ -21,8 +21,8 @@ func decodeReply(s *Store, op *store.Op, val any, err error, now time.Time) {
 
 // A reply the op's script never sends (no code, a code of another script,
 // a record state other than c or f) is a *CorruptError. It used to be read
-// as the nearest outcome: an empty or non-numeric reply to complete, fail
-// or renew as ErrLeaseLost and to get as ErrNotFound, an unknown code to
+// as the nearest outcome: an empty or non-numeric reply to complete,
+// release or renew as ErrLeaseLost and to get as ErrNotFound, an unknown code to
 // complete, release, renew or forget as success (complete with a zero
 // record), and a record in state "x" as a value.
 func TestDecodeUnexpectedReplyIsCorrupt(t *testing.T) {

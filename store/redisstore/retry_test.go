@@ -62,10 +62,10 @@ func pausedRace(t *testing.T, srv *redistest.Server, first func() error, second 
 // would have found the new claim and answered ErrLeaseLost, which says the
 // Release did not release the key. The Release's answer is now the lost reply's
 // error (an unknown outcome), never ErrLeaseLost.
-func TestLostFailReplyIsNotAnsweredByARerun(t *testing.T) {
+func TestLostReleaseReplyIsNotAnsweredByARerun(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t, redistest.Options{})
-	prefix := "lost-fail:"
+	prefix := "lost-release:"
 	sa := newStoreWithPrefix(t, lossyClient(t, srv.Addr), prefix)
 	sb := newStoreWithPrefix(t, newClient(t, srv), prefix)
 	a, err := sa.Claim(bg, "k", claimReq("a"))
@@ -74,14 +74,14 @@ func TestLostFailReplyIsNotAnsweredByARerun(t *testing.T) {
 	}
 	var b store.ClaimResult
 	var bErr error
-	failErr := pausedRace(t, srv,
+	releaseErr := pausedRace(t, srv,
 		func() error { return sa.Release(bg, "k", a.Token) },
 		func() { b, bErr = sb.Claim(bg, "k", claimReq("b")) })
 	if bErr != nil {
 		t.Fatalf("claim b: %v", bErr)
 	}
-	t.Logf("fail: %v; claim b: %v fence %d", failErr, b.Status, b.Token.Fence)
-	if errors.Is(failErr, store.ErrLeaseLost) {
+	t.Logf("release: %v; claim b: %v fence %d", releaseErr, b.Status, b.Token.Fence)
+	if errors.Is(releaseErr, store.ErrLeaseLost) {
 		t.Errorf("Release answered ErrLeaseLost, but it released the key: claim b got %v with fence %d", b.Status, b.Token.Fence)
 	}
 }

@@ -119,7 +119,7 @@ func describe(in LinearInput, out LinearOutput) string {
 		}
 		call = fmt.Sprintf("complete(%s, %s/%d, %s, ttl=%v)", in.Key, in.Token.Owner, in.Token.Fence, v, in.TTL)
 	case store.OpRelease:
-		call = fmt.Sprintf("fail(%s, %s/%d)", in.Key, in.Token.Owner, in.Token.Fence)
+		call = fmt.Sprintf("release(%s, %s/%d)", in.Key, in.Token.Owner, in.Token.Fence)
 	case store.OpRenew:
 		call = fmt.Sprintf("renew(%s, %s/%d, %v)", in.Key, in.Token.Owner, in.Token.Fence, in.Lease)
 	case store.OpGet:

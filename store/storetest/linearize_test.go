@@ -43,7 +43,7 @@ func (b *broken) Complete(ctx context.Context, key string, tok store.Token, rec 
 
 func (b *broken) Release(ctx context.Context, key string, tok store.Token) error {
 	err := b.Store.Release(ctx, key, tok)
-	if b.bug == "failLies" && err == nil && b.every(2) {
+	if b.bug == "releaseLies" && err == nil && b.every(2) {
 		return store.ErrLeaseLost // released, but says otherwise
 	}
 	return err
@@ -68,7 +68,7 @@ func (b *broken) Get(ctx context.Context, key string) (store.Record, error) {
 }
 
 func (b *broken) Renew(ctx context.Context, key string, tok store.Token, lease time.Duration) error {
-	if b.bug == "extendIgnored" {
+	if b.bug == "renewIgnored" {
 		if _, err := b.Store.Claim(ctx, key, store.ClaimRequest{Owner: tok.Owner, Lease: lease, TTL: lease}); err != nil {
 			return err
 		}
@@ -113,7 +113,7 @@ func (c *catcher) Failed() bool {
 }
 
 func TestLinearizableFindsBugs(t *testing.T) {
-	for _, bug := range []string{"lostComplete", "failLies", "staleGet", "oldFence", "extendIgnored", "noTakeoverFlag"} {
+	for _, bug := range []string{"lostComplete", "releaseLies", "staleGet", "oldFence", "renewIgnored", "noTakeoverFlag"} {
 		t.Run(bug, func(t *testing.T) {
 			var mu sync.Mutex
 			clocks := map[testing.TB]*clock.Fake{}

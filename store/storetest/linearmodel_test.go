@@ -78,7 +78,7 @@ func TestLinearModelSequential(t *testing.T) {
 
 // A Release that released the key, answered ErrLeaseLost because a retry ran
 // after another client's claim: the history is not linearizable.
-func TestLinearModelFailRetried(t *testing.T) {
+func TestLinearModelReleaseRetried(t *testing.T) {
 	hist := []hop{
 		{0, 1, claimIn("a"), claimed("a", 1)},
 		{2, 50, tokIn(store.OpRelease, "a", 1), leaseLost},
