@@ -347,7 +347,7 @@ func TestRenewalAnswerForAnEarlierOwnerIsIgnored(t *testing.T) {
 
 	h.advance(time.Second) // the renewal goes out
 	if o := h.op(store.OpRenew); o.Token != tok1 || o.Lease != 3*time.Second {
-		t.Fatalf("extend = token %+v lease %v", o.Token, o.Lease)
+		t.Fatalf("renew = token %+v lease %v", o.Token, o.Lease)
 	}
 	// The owner fails while its renewal is out; the release waits its turn.
 	h.finish(r1, Transient, errTransient)
@@ -398,7 +398,7 @@ func TestRenewalCountsTheLeaseFromWhenItWasSent(t *testing.T) {
 	h.want(r2, Reply{Kind: Failed, Code: FailConflict, LeaseLeft: 2800 * time.Millisecond})
 }
 
-func TestExtendLeaseLostStopsTheOwner(t *testing.T) {
+func TestRenewLeaseLostStopsTheOwner(t *testing.T) {
 	h := newHarness(t)
 	r1 := h.ask("k", lease(3*time.Second))
 	cause := watch(r1)
@@ -428,7 +428,7 @@ func TestExtendLeaseLostStopsTheOwner(t *testing.T) {
 	h.wantCounts(1, 0)
 }
 
-func TestExtendLeaseLostIsIgnoredWhileTheOwnerStoresItself(t *testing.T) {
+func TestRenewLeaseLostIsIgnoredWhileTheOwnerStoresItself(t *testing.T) {
 	h := newHarness(t)
 	r1 := h.ask("k", lease(3*time.Second))
 	cause := watch(r1)

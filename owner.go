@@ -1,0 +1,180 @@
+package idem
+
+// The owner of a key: the call that was granted it runs the function, and
+// hands the shard its outcome however the function ends.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"time"
+
+	"github.com/idemrt/idem/actors"
+	"github.com/idemrt/idem/store"
+)
+
+// owner is a call that was granted its key: what it needs to run fn and
+// hand the shard the outcome. It holds only the call options it uses, so
+// that it stays small: every execution allocates one.
+type owner[T any] struct {
+	rt         *Runtime
+	sh         *actors.Shard
+	req        *actors.Request
+	token      store.Token // the claim's token
+	fn         func(context.Context) (T, error)
+	fp         []byte
+	codec      Codec
+	classifier func(error) bool
+	waits      bool // WithOwnerWaits
+}
+
+// execute runs fn as the key's owner, hands the outcome to the shard and
+// returns the shard's answer once the store has it. st, when not nil,
+// receives the time from the grant to that answer.
+func (o *owner[T]) execute(ctx context.Context, st *callStats) (T, Outcome, error) {
+	if st != nil {
+		granted := time.Now()
+		defer func() { st.run = time.Since(granted) }()
+	}
+	runCtx, cancel := runContext(context.WithValue(ctx, nestedKey{}, o.rt))
+	o.req.SetCancel(cancel)
+	if ctx.Done() == nil || o.waits {
+		// Nothing can cancel this caller (or it asked to stay): run fn on
+		// its own goroutine.
+		o.run(runCtx, cancel)
+	} else {
+		// Run fn apart, so that Do can return when ctx ends while fn goes
+		// on for the callers waiting for it.
+		go o.run(runCtx, cancel)
+	}
+	var zero T
+	rep, err := o.rt.wait(ctx, o.sh, o.req, false)
+	if err != nil {
+		return zero, Executed, err
+	}
+	if rep.Kind == actors.Settled {
+		v, err := result[T](o.req.Key, o.fp, o.codec, rep.Result)
+		return v, Executed, err
+	}
+	return zero, Executed, failure(o.req.Key, rep)
+}
+
+// nestedKey marks the context of a function the runtime runs.
+type nestedKey struct{}
+
+// runContext returns the context fn runs under: ctx's values and deadline,
+// without its cancellation, cancellable by the shard.
+func runContext(ctx context.Context) (context.Context, context.CancelCauseFunc) {
+	base, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		return base, cancel
+	}
+	withDeadline, cancelDeadline := context.WithDeadline(base, deadline)
+	return withDeadline, func(cause error) {
+		cancel(cause)
+		cancelDeadline()
+	}
+}
+
+// run calls fn and sends the shard a Finish however fn ends: a value, an
+// error, a panic, or runtime.Goexit (t.FailNow in a test).
+//
+// With an in-process store, a result to keep (a value or a permanent error)
+// is completed here, on the owner's goroutine, and the owner's answer goes
+// straight into its reply channel; the Finish then only tells the shard.
+func (o *owner[T]) run(ctx context.Context, cancel context.CancelCauseFunc) {
+	f := &o.req.Finish
+	f.Req = o.req
+	returned := false
+	defer func() {
+		cancel(nil)
+		if returned && o.sh.Inline() && (f.Kind == actors.Success || f.Kind == actors.Permanent) {
+			o.completeHere(f)
+			return
+		}
+		if !returned {
+			if p := recover(); p != nil {
+				f.Kind = actors.Panic
+				f.Err = &PanicError{Key: o.req.Key, Value: p, Stack: debug.Stack()}
+			} else {
+				f.Kind = actors.Transient
+				f.Err = fmt.Errorf("idem: %s: function called runtime.Goexit", describeKey(o.req.Key))
+			}
+		}
+		o.sh.Finish(f)
+	}()
+	v, err := o.fn(ctx)
+	o.fill(f, v, withCause(ctx, err))
+	returned = true
+}
+
+// withCause adds to err, when fn stopped because the runtime stopped it
+// (its context ended), why the runtime did.
+func withCause(ctx context.Context, err error) error {
+	if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		if cause := context.Cause(ctx); cause != nil && cause != ctx.Err() {
+			return fmt.Errorf("%w (%w)", cause, err)
+		}
+	}
+	return err
+}
+
+// fill writes into f how fn ended, with v and err: a value to store, a
+// permanent error to store (marked, or by the classifier, or a value the
+// codec cannot encode), or a transient error.
+func (o *owner[T]) fill(f *actors.Finish, v T, err error) {
+	fp := o.fp
+	switch {
+	case err == nil:
+		data, encErr := o.codec.Marshal(v)
+		if encErr != nil {
+			codecErr := &CodecError{Key: o.req.Key, Op: "encode", Err: encErr}
+			f.Kind, f.Err = actors.Permanent, codecErr
+			f.Record = failedRecord(codecErr, fp)
+			return
+		}
+		f.Kind, f.Value = actors.Success, v
+		f.Record.Value, f.Record.Fingerprint = data, fp
+	case IsPermanent(err):
+		f.Kind, f.Err = actors.Permanent, err
+		f.Record = failedRecord(err, fp)
+	case o.classifier != nil && o.classifier(err):
+		// Classified permanent: mark it, so that IsPermanent says so to the
+		// owner and the waiters as it will to later replays.
+		f.Kind, f.Err = actors.Permanent, Permanent(err)
+		f.Record = failedRecord(err, fp)
+	default:
+		f.Kind, f.Err = actors.Transient, err
+	}
+}
+
+// completeHere completes the key in an in-process store and answers the
+// owner itself.
+func (o *owner[T]) completeHere(f *actors.Finish) {
+	req := o.req
+	req.Finishing()
+	rec, err := o.sh.Store().Complete(context.Background(), req.Key, o.token, f.Record, req.TTL)
+	f.Stored, f.StoreErr = true, err
+	var rep actors.Reply
+	if err == nil {
+		f.Result = &actors.Cached{Record: rec, Value: f.Value, Err: f.Err}
+		rep = actors.Reply{Kind: actors.Settled, Result: f.Result}
+	} else {
+		code := actors.FailStore
+		if errors.Is(err, store.ErrLeaseLost) {
+			code = actors.FailLeaseLost
+		}
+		rep = actors.Reply{Kind: actors.Failed, Code: code, Op: store.OpComplete, Err: err}
+	}
+	o.sh.Finish(f)
+	select {
+	case req.Reply <- rep:
+	default: // the shard shut down and answered the owner already
+	}
+}
+
+func failedRecord(err error, fp []byte) store.Record {
+	return store.Record{Failed: true, Error: err.Error(), Fingerprint: fp}
+}
