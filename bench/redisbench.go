@@ -73,7 +73,8 @@ func runRedisBenchmark(ctx context.Context, cfg Config, loadScript func(context.
 	return rb
 }
 
-// loadInto loads src on client and returns its SHA.
+// loadInto returns a function that loads a script on client and returns
+// its SHA, checked against the one computed here.
 func loadInto(client redis.UniversalClient) func(context.Context, string) (string, error) {
 	return func(ctx context.Context, src string) (string, error) {
 		sum := sha1.Sum([]byte(src))

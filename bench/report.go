@@ -18,8 +18,8 @@ type Report struct {
 	Results  []Result  `json:"results"`
 	Targets  []Target  `json:"targets"`
 	Sizes    []Sizes   `json:"sizes"`
-	// OK is false when some system ran a key more than once, or a target
-	// check failed to run; the harness then exits non-zero.
+	// OK is false when some system ran a key more than once or gave a call
+	// another key's result; the harness then exits non-zero.
 	OK bool `json:"ok"`
 }
 

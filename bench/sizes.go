@@ -24,19 +24,28 @@ func heapNow() uint64 {
 // record.
 func measureSizes(ctx context.Context, e *env) (Sizes, error) {
 	sz := Sizes{System: "idem"}
-	const stored, inFlight = 50000, 5000
-
-	sys, err := newSystem("idem", e, "sizes-stored")
-	if err != nil {
+	if err := measureRecord(ctx, e, &sz); err != nil {
 		return sz, err
 	}
+	err := measureInFlight(ctx, e, &sz)
+	return sz, err
+}
+
+// measureRecord sets sz's sizes of a stored record: the Go heap per record
+// over 50,000 stored ones and, on Redis, one record's MEMORY USAGE.
+func measureRecord(ctx context.Context, e *env, sz *Sizes) error {
+	const stored = 50000
+	sys, err := newSystem("idem", e, "sizes-stored")
+	if err != nil {
+		return err
+	}
 	s := sys.(*idemSystem)
+	defer s.close()
 	fn := func(context.Context) (receipt, error) { return receipt{ID: "rcpt-1", Amount: 4200}, nil }
 	before := heapNow()
 	for i := range stored {
 		if _, err := idem.Do(ctx, s.rt, fmt.Sprint("k", i), fn); err != nil {
-			s.close()
-			return sz, err
+			return err
 		}
 	}
 	sz.BytesPerRecord = float64(int64(heapNow())-int64(before)) / stored
@@ -46,18 +55,25 @@ func measureSizes(ctx context.Context, e *env) (Sizes, error) {
 			sz.RedisBytesPerRecord = float64(n)
 		}
 	}
-	s.close()
+	return nil
+}
 
-	sys, err = newSystem("idem", e, "sizes-inflight")
+// measureInFlight sets sz's Go heap per key in flight, over 5,000 keys
+// whose functions block until measured.
+func measureInFlight(ctx context.Context, e *env, sz *Sizes) error {
+	const inFlight = 5000
+	sys, err := newSystem("idem", e, "sizes-inflight")
 	if err != nil {
-		return sz, err
+		return err
 	}
-	s = sys.(*idemSystem)
+	s := sys.(*idemSystem)
 	defer s.close()
 	gate := make(chan struct{})
 	block := func(context.Context) (receipt, error) { <-gate; return receipt{}, nil }
-	before = heapNow()
+	before := heapNow()
 	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer close(gate)
 	for i := range inFlight {
 		wg.Go(func() { _, _ = idem.Do(ctx, s.rt, fmt.Sprint("f", i), block) })
 	}
@@ -66,12 +82,8 @@ func measureSizes(ctx context.Context, e *env) (Sizes, error) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	if got := s.rt.Stats().InFlight; got < inFlight {
-		close(gate)
-		wg.Wait()
-		return sz, fmt.Errorf("only %d of %d keys got in flight", got, inFlight)
+		return fmt.Errorf("only %d of %d keys got in flight", got, inFlight)
 	}
 	sz.BytesPerInFlightKey = float64(int64(heapNow())-int64(before)) / inFlight
-	close(gate)
-	wg.Wait()
-	return sz, nil
+	return nil
 }

@@ -74,51 +74,27 @@ func newSystem(name string, e *env, scenario string) (system, error) {
 	ns := e.prefix + scenario + ":" + name + ":"
 	switch name {
 	case "idem", "idem-nocache":
-		opts := idem.Options{Settle: e.cfg.Settle, DisableCache: name == "idem-nocache", Shards: e.cfg.Shards}
-		if e.col != nil {
-			opts.Observer = e.col
-		}
-		var client redis.UniversalClient
-		if e.cfg.Store != "memory" {
-			client = e.redisClient()
-			st, err := redisstore.New(context.Background(), client, redisstore.Options{KeyPrefix: ns})
-			if err != nil {
-				client.Close()
-				return nil, err
-			}
-			opts.Store = st
-		}
-		rt, err := idem.New(opts)
-		if err != nil {
-			return nil, err
-		}
-		if e.col != nil {
-			e.col.Watch(rt)
-		}
-		return &idemSystem{n: name, rt: rt, client: client, st: opts.Store}, nil
+		return newIdemSystem(name, e, ns)
 	case "mutex-map":
 		return &mutexMap{m: map[string]*mmEntry{}}, nil
 	case "singleflight+lru":
 		return &sfLRU{lru: expirable.NewLRU[string, receipt](65536, nil, 24*time.Hour)}, nil
 	case "poll", "plain":
-		p := &pollSystem{n: name, interval: e.cfg.PollInterval, settle: e.cfg.Settle}
-		if name == "plain" {
-			p.interval = time.Millisecond
-		}
-		if e.cfg.Store == "memory" {
-			p.st = memstore.New(memstore.Options{})
-		} else {
-			p.client = e.redisClient()
-			st, err := redisstore.New(context.Background(), p.client, redisstore.Options{KeyPrefix: ns})
-			if err != nil {
-				p.client.Close()
-				return nil, err
-			}
-			p.st = st
-		}
-		return p, nil
+		return newPollSystem(name, e, ns)
 	}
 	return nil, fmt.Errorf("unknown system %q", name)
+}
+
+// redisStore returns a Redis store whose keys start with prefix, on a
+// client of its own, which the caller closes.
+func (e *env) redisStore(prefix string) (redis.UniversalClient, *redisstore.Store, error) {
+	client := e.redisClient()
+	st, err := redisstore.New(context.Background(), client, redisstore.Options{KeyPrefix: prefix})
+	if err != nil {
+		client.Close()
+		return nil, nil, err
+	}
+	return client, st, nil
 }
 
 // idemSystem is the runtime under test.
@@ -127,6 +103,31 @@ type idemSystem struct {
 	rt     *idem.Runtime
 	client redis.UniversalClient
 	st     store.Store
+}
+
+// newIdemSystem builds idem ("idem-nocache": without its result cache) on
+// the configured store, keys under ns.
+func newIdemSystem(name string, e *env, ns string) (system, error) {
+	opts := idem.Options{Settle: e.cfg.Settle, DisableCache: name == "idem-nocache", Shards: e.cfg.Shards}
+	if e.col != nil {
+		opts.Observer = e.col
+	}
+	var client redis.UniversalClient
+	if e.cfg.Store != "memory" {
+		c, st, err := e.redisStore(ns)
+		if err != nil {
+			return nil, err
+		}
+		client, opts.Store = c, st
+	}
+	rt, err := idem.New(opts)
+	if err != nil {
+		return nil, err
+	}
+	if e.col != nil {
+		e.col.Watch(rt)
+	}
+	return &idemSystem{n: name, rt: rt, client: client, st: opts.Store}, nil
 }
 
 func (s *idemSystem) name() string { return s.n }
@@ -243,8 +244,9 @@ func (s *sfLRU) close()                     {}
 
 // pollSystem claims a key in the store and, when another caller holds it,
 // sleeps and claims again until it settles: the original design ("poll")
-// with a 50 ms interval, or a plain client ("plain") that polls every
-// millisecond. Either way, one store call per operation, no batching.
+// every -poll-interval (50 ms by default), or a plain client ("plain") that
+// polls every millisecond. Either way, one store call per operation, no
+// batching.
 type pollSystem struct {
 	n        string
 	st       store.Store
@@ -253,6 +255,25 @@ type pollSystem struct {
 	settle   time.Duration
 	owners   atomic.Int64
 	calls    atomic.Int64
+}
+
+// newPollSystem builds the poll baseline ("plain": polling every
+// millisecond) on the configured store, keys under ns.
+func newPollSystem(name string, e *env, ns string) (system, error) {
+	p := &pollSystem{n: name, interval: e.cfg.PollInterval, settle: e.cfg.Settle}
+	if name == "plain" {
+		p.interval = time.Millisecond
+	}
+	if e.cfg.Store == "memory" {
+		p.st = memstore.New(memstore.Options{})
+		return p, nil
+	}
+	client, st, err := e.redisStore(ns)
+	if err != nil {
+		return nil, err
+	}
+	p.client, p.st = client, st
+	return p, nil
 }
 
 func (s *pollSystem) name() string { return s.n }

@@ -31,7 +31,8 @@ func addRatios(results []Result) {
 	}
 }
 
-// targets checks the performance targets of DESIGN.md §10 against what ran.
+// targets checks the performance targets (docs/performance.md, "Targets")
+// against what ran.
 // A target whose runs are missing is reported as skipped, with the flags
 // that would run it.
 func targets(cfg Config, results []Result, rb *redisBenchResult) []Target {
