@@ -100,7 +100,7 @@ func (s *Shard) onRequest(r *Request) {
 	e := s.entries[r.Key]
 	if e == nil {
 		e = s.newEntry(r.Key)
-		e.owner, r.where = r, candidate
+		e.owner, r.where = r, claiming
 		s.claim(e)
 		return
 	}
@@ -155,7 +155,7 @@ func (s *Shard) onAbandon(r *Request) {
 		if e.phase == phRemote && len(e.waiters) == 0 {
 			s.deleteEntry(e)
 		}
-	case candidate:
+	case claiming:
 		r.where = gone
 	case owning:
 		// The caller left as it was granted the key and will not run.

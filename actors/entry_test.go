@@ -201,7 +201,7 @@ func TestTransientFinishReleasesAndFirstWaiterClaimsAfresh(t *testing.T) {
 	// The first waiter claims the key with its own lease, TTL and fingerprint.
 	h.wantPhase("k", phClaiming)
 	h.wantCounts(1, 1)
-	if e.owner != r2 || r2.where != candidate {
+	if e.owner != r2 || r2.where != claiming {
 		t.Fatalf("candidate is the first waiter = %v (where=%d)", e.owner == r2, r2.where)
 	}
 	o := h.op(store.OpClaim)

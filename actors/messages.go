@@ -53,11 +53,11 @@ const forever = time.Duration(1<<63 - 1)
 type where uint8
 
 const (
-	nowhere   where = iota // not (or no longer) known to an entry
-	parked                 // in entry.waiters
-	candidate              // entry.owner while claiming
-	owning                 // entry.owner after a Grant
-	gone                   // the caller left; answers are dropped
+	nowhere  where = iota // not (or no longer) known to an entry
+	parked                // in entry.waiters
+	claiming              // entry.owner while claiming: the candidate
+	owning                // entry.owner after a Grant
+	gone                  // the caller left; answers are dropped
 )
 
 // SetCancel publishes the cancel function of the owner's run context. If the

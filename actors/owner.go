@@ -30,42 +30,42 @@ func (s *Shard) claim(e *entry) {
 // claimed handles the answer to e's Claim: the key is its candidate's now,
 // or it has a result, or another instance holds it.
 func (s *Shard) claimed(e *entry, o *op) {
-	cand := e.owner
+	candidate := e.owner
 	e.owner = nil
 	if o.Err != nil {
 		s.warnStore("claim", e.key, o.Err)
-		s.claimFailed(e, cand, o.Err)
+		s.claimFailed(e, candidate, o.Err)
 		return
 	}
 	switch res := &o.Result; res.Status {
 	case store.Completed:
-		s.claimFoundResult(e, cand, res.Record)
+		s.claimFoundResult(e, candidate, res.Record)
 	case store.Claimed:
-		s.claimGranted(e, cand, o)
+		s.claimGranted(e, candidate, o)
 	case store.InProgress:
-		s.claimFoundHolder(e, cand, res)
+		s.claimFoundHolder(e, candidate, res)
 	default:
-		s.claimFailed(e, cand, errors.New("store returned an unknown claim status"))
+		s.claimFailed(e, candidate, errors.New("store returned an unknown claim status"))
 	}
 }
 
 // claimFailed gives the candidate and every waiter err, and forgets e.
-func (s *Shard) claimFailed(e *entry, cand *Request, err error) {
+func (s *Shard) claimFailed(e *entry, candidate *Request, err error) {
 	rep := Reply{Kind: Failed, Code: FailStore, Op: store.OpClaim, Err: err}
-	s.reply(cand, rep)
+	s.reply(candidate, rep)
 	s.answerWaiters(e, rep)
 	s.deleteEntry(e)
 }
 
 // claimFoundResult gives the candidate and every waiter the key's result.
-func (s *Shard) claimFoundResult(e *entry, cand *Request, rec store.Record) {
+func (s *Shard) claimFoundResult(e *entry, candidate *Request, rec store.Record) {
 	if !s.now().Before(rec.ExpiresAt) && !e.askedAgain {
 		// The record ended while the answer was on its way: callers that
 		// came since never saw it live. Ask once more (the store now finds
 		// the key absent, or a new run's record).
 		e.askedAgain = true
-		if cand.where == candidate {
-			e.owner = cand
+		if candidate.where == claiming {
+			e.owner = candidate
 			s.claim(e)
 		} else {
 			s.restart(e)
@@ -75,17 +75,17 @@ func (s *Shard) claimFoundResult(e *entry, cand *Request, rec store.Record) {
 	c := &Cached{Record: rec}
 	s.remember(e.key, c)
 	rep := Reply{Kind: Settled, Result: c, Joined: e.waited}
-	s.reply(cand, rep)
+	s.reply(candidate, rep)
 	s.answerWaiters(e, rep)
 	s.deleteEntry(e)
 }
 
 // claimGranted grants the key to the candidate whose claim the store
 // granted, if it still waits.
-func (s *Shard) claimGranted(e *entry, cand *Request, o *op) {
+func (s *Shard) claimGranted(e *entry, candidate *Request, o *op) {
 	e.token, e.lease, e.leaseAt = o.Result.Token, o.Claim.Lease, o.sent
 	e.fp = nil
-	if cand.where != candidate || s.closing {
+	if candidate.where != claiming || s.closing {
 		// The candidate left (or the runtime is closing): the claim
 		// carries its fingerprint and lease, so it is released, and the
 		// next waiter claims with its own.
@@ -95,27 +95,27 @@ func (s *Shard) claimGranted(e *entry, cand *Request, o *op) {
 		s.release(e, Reply{})
 		return
 	}
-	s.grant(e, cand)
+	s.grant(e, candidate)
 }
 
 // claimFoundHolder parks the candidate, first in line, behind the other
 // instance that holds the key, and arms the re-claim.
-func (s *Shard) claimFoundHolder(e *entry, cand *Request, res *store.ClaimResult) {
+func (s *Shard) claimFoundHolder(e *entry, candidate *Request, res *store.ClaimResult) {
 	e.phase = phRemote
 	e.waited = true
 	e.token, e.fp = res.Token, res.Fingerprint
 	e.left, e.leaseAt = res.LeaseLeft, s.now()
-	if cand.where == candidate {
-		cand.where = parked
+	if candidate.where == claiming {
+		candidate.where = parked
 		e.waiters = append(e.waiters, nil)
 		copy(e.waiters[1:], e.waiters)
-		e.waiters[0] = cand
-		s.armSettle(e, cand)
+		e.waiters[0] = candidate
+		s.armSettle(e, candidate)
 		s.nWaiters.Add(1)
 	}
 	s.filter(e)
-	if cand.where == parked {
-		cand.waited = true // it stays: it waits for the other instance
+	if candidate.where == parked {
+		candidate.waited = true // it stays: it waits for the other instance
 	}
 	switch {
 	case len(e.waiters) == 0:

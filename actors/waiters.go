@@ -46,7 +46,7 @@ func (s *Shard) settleDue(e *entry) {
 	}
 	clear(e.waiters[len(kept):])
 	e.waiters = kept
-	if c := e.owner; c != nil && c.where == candidate && !c.deadline.IsZero() {
+	if c := e.owner; c != nil && c.where == claiming && !c.deadline.IsZero() {
 		if !now.Before(c.deadline) {
 			s.reply(c, s.conflict(e))
 			c.where = gone
@@ -73,7 +73,7 @@ func (s *Shard) takeWaiter(e *entry) *Request {
 	e.waiters[0] = nil
 	e.waiters = e.waiters[1:]
 	s.nWaiters.Add(-1)
-	r.where = candidate
+	r.where = claiming
 	return r
 }
 
