@@ -736,7 +736,7 @@ func TestClosingAnswersWaitersClosed(t *testing.T) {
 		h.want(r, Reply{Kind: Failed, Code: FailClosed, Waited: r.waited})
 	}
 	if !errors.Is(cause(), errClosing) {
-		t.Fatalf("running owner's cause = %v, want ErrClosing", cause())
+		t.Fatalf("running owner's cause = %v, want errClosing", cause())
 	}
 	if rb.where != gone {
 		t.Fatalf("candidate where = %d, want gone", rb.where)
