@@ -182,15 +182,17 @@ func (c *Collector) OnStoreBatch(ev idem.StoreBatchEvent) {
 	}
 }
 
+// kept are the metrics the collector records itself; the gauges are read
+// from the watched runtime at each scrape.
+func (c *Collector) kept() []prometheus.Collector {
+	return []prometheus.Collector{c.calls, c.callDur, c.settle, c.execDur, c.batchOps, c.batchDur, c.storeFails}
+}
+
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
-	c.calls.Describe(ch)
-	c.callDur.Describe(ch)
-	c.settle.Describe(ch)
-	c.execDur.Describe(ch)
-	c.batchOps.Describe(ch)
-	c.batchDur.Describe(ch)
-	c.storeFails.Describe(ch)
+	for _, m := range c.kept() {
+		m.Describe(ch)
+	}
 	ch <- c.inFlight
 	ch <- c.parked
 	ch <- c.pending
@@ -198,13 +200,9 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect implements prometheus.Collector.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
-	c.calls.Collect(ch)
-	c.callDur.Collect(ch)
-	c.settle.Collect(ch)
-	c.execDur.Collect(ch)
-	c.batchOps.Collect(ch)
-	c.batchDur.Collect(ch)
-	c.storeFails.Collect(ch)
+	for _, m := range c.kept() {
+		m.Collect(ch)
+	}
 	rt := c.rt.Load()
 	if rt == nil {
 		return
