@@ -37,6 +37,16 @@ func CommandTimeout(addr string, d time.Duration, args ...string) (string, error
 	return readReply(bufio.NewReader(conn))
 }
 
+// InfoField returns the value of field in the text of an INFO reply, or "".
+func InfoField(info, field string) string {
+	for line := range strings.SplitSeq(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), field+":"); ok {
+			return v
+		}
+	}
+	return ""
+}
+
 func readReply(r *bufio.Reader) (string, error) {
 	line, err := r.ReadString('\n')
 	if err != nil {

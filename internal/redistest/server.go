@@ -6,7 +6,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -97,7 +96,7 @@ func (s *Server) start() error {
 		// not its own; ours then exits at start, which ends the wait. And
 		// ours answers INFO while it still loads its data set, when PING
 		// (like every command that touches data) fails with LOADING.
-		if info, err := Command(s.Addr, "INFO", "server"); err == nil && infoField(info, "process_id") == strconv.Itoa(cmd.Process.Pid) {
+		if info, err := Command(s.Addr, "INFO", "server"); err == nil && InfoField(info, "process_id") == strconv.Itoa(cmd.Process.Pid) {
 			if reply, err := Command(s.Addr, "PING"); err == nil && reply == "PONG" {
 				return nil
 			}
@@ -108,16 +107,6 @@ func (s *Server) start() error {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-}
-
-// infoField returns the value of field in the text of an INFO reply.
-func infoField(info, field string) string {
-	for line := range strings.SplitSeq(info, "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimRight(line, "\r"), field+":"); ok {
-			return v
-		}
-	}
-	return ""
 }
 
 // Log returns the server's log file.

@@ -373,7 +373,7 @@ func (m *migration) finish() {
 // errors returns how many error replies of a kind (ASK, MOVED, TRYAGAIN) n
 // has sent.
 func (m *migration) errors(n *redistest.Server, kind string) int {
-	v := infoField(m.command(n, "INFO", "errorstats"), "errorstat_"+kind)
+	v := redistest.InfoField(m.command(n, "INFO", "errorstats"), "errorstat_"+kind)
 	count, _ := strconv.Atoi(strings.TrimPrefix(v, "count="))
 	return count
 }
@@ -478,14 +478,4 @@ func owns(t *testing.T, nodes, slot string) bool {
 		}
 	}
 	return false
-}
-
-// infoField returns the value of field in the text of an INFO reply, or "".
-func infoField(info, field string) string {
-	for line := range strings.SplitSeq(info, "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), field+":"); ok {
-			return v
-		}
-	}
-	return ""
 }
