@@ -29,7 +29,7 @@ func sameShard(n int) []string {
 // Eviction takes the completed record nearest its expiry, even next to one
 // with the longest TTL allowed.
 func TestEvictionOrderLongTTL(t *testing.T) {
-	c := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	c := clock.NewFake(epoch)
 	s := memstore.New(memstore.Options{Clock: c, MaxRecords: 2 * 64})
 	ctx := context.Background()
 	keys := sameShard(3)

@@ -1,11 +1,9 @@
 package memstore_test
 
 import (
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/idemrt/idem/clock"
 	"github.com/idemrt/idem/store"
 	"github.com/idemrt/idem/store/memstore"
 	"github.com/idemrt/idem/store/storetest"
@@ -28,25 +26,5 @@ func TestLinearizable(t *testing.T) {
 // history: leases expire, keys are taken over and records expire, and the
 // model knows the time of every call.
 func TestLinearizableExpiry(t *testing.T) {
-	var mu sync.Mutex
-	clocks := map[testing.TB]*clock.Fake{}
-	storetest.Linearizable(t, storetest.Harness{
-		New: func(t testing.TB) store.Store {
-			c := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-			mu.Lock()
-			clocks[t] = c
-			mu.Unlock()
-			s := memstore.New(memstore.Options{Clock: c})
-			t.Cleanup(func() { s.Close() })
-			return s
-		},
-		Advance: func(t testing.TB, d time.Duration) {
-			mu.Lock()
-			c := clocks[t]
-			mu.Unlock()
-			c.Advance(d)
-		},
-		Unit:  time.Second,
-		Exact: true,
-	}, storetest.LinearOptions{Clients: 5, Keys: 3, Ops: 60, Histories: 20, Ticks: 20})
+	storetest.Linearizable(t, fakeClockHarness(), storetest.LinearOptions{Clients: 5, Keys: 3, Ops: 60, Histories: 20, Ticks: 20})
 }

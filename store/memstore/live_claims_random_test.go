@@ -32,7 +32,7 @@ type liveHolder struct {
 
 func randomLiveClaims(t *testing.T, seed uint64) {
 	rng := rand.New(rand.NewPCG(seed, 7))
-	c := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	c := clock.NewFake(epoch)
 	s := memstore.New(memstore.Options{Clock: c, MaxRecords: 64 * 3}) // three records per shard
 	ctx := context.Background()
 	keys := sameShard(6)
@@ -61,7 +61,7 @@ func randomLiveClaims(t *testing.T, seed uint64) {
 			owner++
 			lease, ttl := leases[rng.IntN(len(leases))], ttls[rng.IntN(len(ttls))]
 			res, err := s.Claim(ctx, k, store.ClaimRequest{Owner: fmt.Sprint("o", owner), Lease: lease, TTL: ttl})
-			log = append(log, fmt.Sprintf("t=%v claim %s lease=%v ttl=%v -> %v %v err=%v", now.Sub(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), k, lease, ttl, res.Status, res.Token, err))
+			log = append(log, fmt.Sprintf("t=%v claim %s lease=%v ttl=%v -> %v %v err=%v", now.Sub(epoch), k, lease, ttl, res.Status, res.Token, err))
 			if err != nil {
 				fail("claim: %v", err)
 			}
@@ -77,7 +77,7 @@ func randomLiveClaims(t *testing.T, seed uint64) {
 			}
 			lease := leases[rng.IntN(len(leases))]
 			err := s.Renew(ctx, k, h.tok, lease)
-			log = append(log, fmt.Sprintf("t=%v renew %s %v lease=%v -> %v", now.Sub(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), k, h.tok, lease, err))
+			log = append(log, fmt.Sprintf("t=%v renew %s %v lease=%v -> %v", now.Sub(epoch), k, h.tok, lease, err))
 			if err != nil {
 				if live {
 					fail("renew by the live holder of %s: %v", k, err)
@@ -94,7 +94,7 @@ func randomLiveClaims(t *testing.T, seed uint64) {
 			}
 			ttl := ttls[rng.IntN(len(ttls))]
 			_, err := s.Complete(ctx, k, h.tok, store.Record{Value: []byte("v")}, ttl)
-			log = append(log, fmt.Sprintf("t=%v complete %s %v -> %v", now.Sub(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), k, h.tok, err))
+			log = append(log, fmt.Sprintf("t=%v complete %s %v -> %v", now.Sub(epoch), k, h.tok, err))
 			if err != nil && live {
 				fail("complete by the live holder of %s: %v", k, err)
 			}
@@ -104,7 +104,7 @@ func randomLiveClaims(t *testing.T, seed uint64) {
 				continue
 			}
 			err := s.Release(ctx, k, h.tok)
-			log = append(log, fmt.Sprintf("t=%v release %s -> %v", now.Sub(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), k, err))
+			log = append(log, fmt.Sprintf("t=%v release %s -> %v", now.Sub(epoch), k, err))
 			if err != nil && live {
 				fail("release by the live holder of %s: %v", k, err)
 			}

@@ -14,7 +14,7 @@ import (
 // item of its first claim (claim + lease + TTL) falls due: a new claim on a
 // full shard does not evict it, so no second owner gets the key.
 func TestRenewedClaimNotEvicted(t *testing.T) {
-	c := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	c := clock.NewFake(epoch)
 	s := memstore.New(memstore.Options{Clock: c, MaxRecords: 64}) // one record per shard
 	ctx := context.Background()
 	keys := sameShard(2)
@@ -49,7 +49,7 @@ func TestRenewedClaimNotEvicted(t *testing.T) {
 // still names it; when that item falls due, the new owner's fresh claim is
 // not taken for abandoned nor evicted.
 func TestTakeoverClaimNotEvicted(t *testing.T) {
-	c := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	c := clock.NewFake(epoch)
 	s := memstore.New(memstore.Options{Clock: c, MaxRecords: 64}) // one record per shard
 	ctx := context.Background()
 	keys := sameShard(2)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,26 +14,44 @@ import (
 	"github.com/idemrt/idem/store/storetest"
 )
 
-func TestConformance(t *testing.T) {
-	var clocks = map[testing.TB]*clock.Fake{}
-	storetest.Run(t, storetest.Harness{
+// epoch is when the tests' fake clocks start.
+var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// fakeClockHarness runs each store of a suite on a fake clock of its own,
+// which Advance moves.
+func fakeClockHarness() storetest.Harness {
+	var mu sync.Mutex
+	clocks := map[testing.TB]*clock.Fake{}
+	return storetest.Harness{
 		New: func(t testing.TB) store.Store {
-			c := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+			c := clock.NewFake(epoch)
+			mu.Lock()
 			clocks[t] = c
+			mu.Unlock()
 			s := memstore.New(memstore.Options{Clock: c})
 			t.Cleanup(func() { s.Close() })
 			return s
 		},
-		Advance: func(t testing.TB, d time.Duration) { clocks[t].Advance(d) },
-		Unit:    time.Second,
-		Exact:   true,
-		Seeds:   20,
-	})
+		Advance: func(t testing.TB, d time.Duration) {
+			mu.Lock()
+			c := clocks[t]
+			mu.Unlock()
+			c.Advance(d)
+		},
+		Unit:  time.Second,
+		Exact: true,
+	}
+}
+
+func TestConformance(t *testing.T) {
+	h := fakeClockHarness()
+	h.Seeds = 20
+	storetest.Run(t, h)
 }
 
 // Expired records leave memory without anyone reading them again.
 func TestExpiredRecordsAreRemoved(t *testing.T) {
-	c := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	c := clock.NewFake(epoch)
 	s := memstore.New(memstore.Options{Clock: c})
 	ctx := context.Background()
 	for i := range 1000 {
@@ -68,7 +87,7 @@ func TestExpiredRecordsAreRemoved(t *testing.T) {
 // owner while nobody takes it over, and is the first record evicted when
 // space is needed: abandoned claims cannot fill the store.
 func TestAbandonedClaimsGiveWayFirst(t *testing.T) {
-	c := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	c := clock.NewFake(epoch)
 	s := memstore.New(memstore.Options{Clock: c, MaxRecords: 64 * 4})
 	ctx := context.Background()
 	claim := func(key string, lease time.Duration) store.Token {
@@ -108,7 +127,7 @@ func TestAbandonedClaimsGiveWayFirst(t *testing.T) {
 // Past MaxRecords, completed records are evicted, oldest first; live claims
 // never are.
 func TestMaxRecords(t *testing.T) {
-	c := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	c := clock.NewFake(epoch)
 	s := memstore.New(memstore.Options{Clock: c, MaxRecords: 64 * 4})
 	ctx := context.Background()
 	claim := func(key string) store.Token {
