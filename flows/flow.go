@@ -2,8 +2,6 @@ package flows
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -133,99 +131,6 @@ func itemError(step string, i int, err error) error {
 		return err
 	}
 	return &StepError{Step: step, Item: i, Err: err}
-}
-
-// exec is one run: the runtime, the scope and the options the steps use.
-type exec[S any] struct {
-	rt    *idem.Runtime
-	flow  string
-	scope store.Scope
-	opts  *RunOptions[S]
-}
-
-// fingerprint ties a step's records to this flow and step: the same key
-// used by another flow or step is a mismatch, never a merge.
-func (x *exec[S]) fingerprint(step string) []byte {
-	sum := sha256.Sum256([]byte("flow\x00" + x.flow + "\x00step\x00" + step))
-	return sum[:]
-}
-
-// once runs body as the step (or reduce item) with key, once per key.
-func (x *exec[S]) once(ctx context.Context, step, key string, so StepOptions, s S, body func(context.Context, S) (S, error)) (S, error) {
-	if key == "" {
-		return s, errorf("step %q: its key function returned an empty key", step)
-	}
-	scoped := store.BuildKey("step:"+key, x.scope)
-	if err := store.ValidateKey(scoped); err != nil {
-		return s, fmt.Errorf("flows: step %q: key %q: %w", step, key, err)
-	}
-	out, err := idem.Do(ctx, x.rt, scoped, func(ctx context.Context) (S, error) { return body(ctx, s) }, x.stepOptions(step, so)...)
-	if err != nil {
-		return s, err
-	}
-	// A result from the runtime's cache is shared with every caller that
-	// replays it; the next steps get their own copy to change.
-	return clone(out)
-}
-
-// stepOptions are the idem options of an idempotent step's call.
-func (x *exec[S]) stepOptions(step string, so StepOptions) []idem.CallOption {
-	opts := []idem.CallOption{idem.WithFingerprint(x.fingerprint(step)), idem.WithSettle(stepSettle(so.Settle))}
-	opts = withTTLAndLease(opts, so.TTL, so.Lease)
-	if x.opts.Classifier != nil {
-		opts = append(opts, idem.WithClassifier(x.opts.Classifier))
-	}
-	return opts
-}
-
-// workflowOptions are the idem options of the call that makes a run with a
-// workflow key idempotent.
-func (x *exec[S]) workflowOptions() []idem.CallOption {
-	var opts []idem.CallOption
-	switch {
-	case x.opts.FailFast:
-		opts = append(opts, idem.WithSettle(0))
-	case x.opts.Settle > 0:
-		opts = append(opts, idem.WithSettle(x.opts.Settle))
-	}
-	opts = withTTLAndLease(opts, x.opts.TTL, x.opts.Lease)
-	return append(opts, idem.WithFingerprint(x.fingerprint("")))
-}
-
-// withTTLAndLease adds to opts the result TTL and the lease that are set;
-// zero leaves the runtime's default.
-func withTTLAndLease(opts []idem.CallOption, ttl, lease time.Duration) []idem.CallOption {
-	if ttl > 0 {
-		opts = append(opts, idem.WithTTL(ttl))
-	}
-	if lease > 0 {
-		opts = append(opts, idem.WithLease(lease))
-	}
-	return opts
-}
-
-// clone deep-copies a state through JSON, the codec it is stored with.
-func clone[S any](s S) (S, error) {
-	b, err := json.Marshal(s)
-	if err != nil {
-		return s, err
-	}
-	var out S
-	if err := json.Unmarshal(b, &out); err != nil {
-		return s, err
-	}
-	return out, nil
-}
-
-// stepSettle is how long a step waits for a run of its key in flight: as
-// long as the context allows by default, since within one run of a flow the
-// only other holder of a step key is a run that crashed (taken over when its
-// lease ends) or a concurrent run of a flow without a workflow key.
-func stepSettle(d time.Duration) time.Duration {
-	if d > 0 {
-		return d
-	}
-	return store.MaxDuration
 }
 
 func checkStepOptions(step string, o StepOptions) error {
@@ -367,11 +272,6 @@ type storedFailure struct {
 	Step    string `json:"step"`
 	Item    int    `json:"item"`
 	Message string `json:"message"`
-}
-
-// permanent reports whether a step's error is permanent for this run.
-func (x *exec[S]) permanent(err error) bool {
-	return idem.IsPermanent(err) || (x.opts.Classifier != nil && x.opts.Classifier(err))
 }
 
 // runSteps runs every step in order.
