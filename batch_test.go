@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/idemrt/idem/internal/idemtest"
-	"github.com/idemrt/idem/store"
 
 	"github.com/idemrt/idem"
 )
@@ -45,55 +44,3 @@ func TestGroupCommit(t *testing.T) {
 		t.Fatalf("stats %+v disagree with the store's %d ops in %d batches", st, ops, len(fs.batches))
 	}
 }
-
-// Two runtimes sharing a store: a caller on one waits for the owner on the
-// other and is woken by the store's wake-up when it completes. The clock is
-// fake and never moves, so no timer can have released it.
-func TestCrossInstanceWake(t *testing.T) {
-	modes(t, func(t *testing.T, wrap func(store.Store) store.Store) {
-		clk := idemtest.FakeClock()
-		mem := memStore(clk)
-		rtA := idemtest.Runtime(t, idem.Options{Store: wrap(mem), Clock: clk})
-		rtB := idemtest.Runtime(t, idem.Options{Store: wrap(mem), Clock: clk})
-		g := idemtest.NewGate()
-		owner := idemtest.GoDo(bg, rtA, "k", g.Fn("from A", nil))
-		<-g.Started
-		waiter := idemtest.GoDo(bg, rtB, "k", idemtest.MustNotRun(t))
-		waitersAre(t, rtB, 1)
-		close(g.Open)
-		if r := idemtest.Recv(t, owner); r.Err != nil {
-			t.Fatal(r.Err)
-		}
-		r := idemtest.Recv(t, waiter)
-		if r.Err != nil || r.V != "from A" || r.Out != idem.Joined {
-			t.Fatalf("waiter on B: %+v", r)
-		}
-	})
-}
-
-// When the wake-up is lost, the waiter's re-claim timer still releases it.
-func TestCrossInstanceLostWake(t *testing.T) {
-	clk := idemtest.FakeClock()
-	mem := memStore(clk)
-	rtA := idemtest.Runtime(t, idem.Options{Store: mem, Clock: clk})
-	rtB := idemtest.Runtime(t, idem.Options{Store: deaf{mem}, Clock: clk})
-	g := idemtest.NewGate()
-	owner := idemtest.GoDo(bg, rtA, "k", g.Fn("from A", nil))
-	<-g.Started
-	waiter := idemtest.GoDo(bg, rtB, "k", idemtest.MustNotRun(t))
-	waitersAre(t, rtB, 1)
-	close(g.Open)
-	if r := idemtest.Recv(t, owner); r.Err != nil {
-		t.Fatal(r.Err)
-	}
-	for i := 0; i < 100 && len(waiter) == 0; i++ {
-		clk.Advance(100 * time.Millisecond)
-		time.Sleep(2 * time.Millisecond)
-	}
-	if r := idemtest.Recv(t, waiter); r.Err != nil || r.V != "from A" || r.Out != idem.Joined {
-		t.Fatalf("waiter on B: %+v", r)
-	}
-}
-
-// deaf is a store that never wakes anyone.
-type deaf struct{ store.Store }

@@ -11,6 +11,9 @@ import (
 	"github.com/idemrt/idem/store"
 )
 
+// Close, and the calls it meets: every caller gets an answer, within Close's
+// deadline when it has one.
+
 // Close answers everyone: waiters get ErrClosed at once, running functions
 // are cancelled and their outcome is recorded before Close returns.
 func TestCloseAnswersEveryone(t *testing.T) {
@@ -128,5 +131,111 @@ func TestCloseAfterCloseReturnsFirstResult(t *testing.T) {
 	}
 	if bad > 0 {
 		t.Errorf("%d of 100 Close calls after a successful Close returned an error (ctx already done); want the first's result, nil", bad)
+	}
+}
+
+// A second Close whose context ends while a first Close waits for a
+// function that ignores its context returns at its own deadline.
+func TestSecondCloseHonoursItsDeadline(t *testing.T) {
+	rt, err := idem.New(idem.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := newStepFn(t)
+	owner := idemtest.GoDo(bg, rt, "k", a.fn)
+	started(t, a, "A")
+	first := make(chan error, 1)
+	go func() { first <- rt.Close(bg) }()
+	idemtest.Eventually(t, "the first Close to begin", func() bool {
+		_, err := idem.Do(bg, rt, "other", idemtest.Value("x"))
+		return errors.Is(err, idem.ErrClosed)
+	})
+
+	ctx, cancel := context.WithTimeout(bg, 50*time.Millisecond)
+	defer cancel()
+	second := make(chan error, 1)
+	go func() { second <- rt.Close(ctx) }()
+	select {
+	case err := <-second:
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("second Close: %v, want context.DeadlineExceeded", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the second Close ignored its deadline")
+	}
+	select {
+	case err := <-first:
+		if err == nil {
+			t.Error("first Close: nil, but it stopped before the function it waited for returned")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the first Close did not return after the second gave up")
+	}
+	a.ret <- stepRet{v: "late"}
+	if r := idemtest.Recv(t, owner); r.Err == nil {
+		t.Fatalf("owner after a forced Close: %+v, want an error", r)
+	}
+}
+
+// Forget has a way out when the shard stops under it (Close with a deadline
+// while its store op is out): it gets ErrClosed, not a hang.
+func TestForgetDuringForcedClose(t *testing.T) {
+	h := newHooked(memStore(nil))
+	h.holdForget = true
+	rt, err := idem.New(idem.Options{Store: h})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fctx, cancel := context.WithCancel(bg)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- rt.Forget(fctx, "k") }()
+	<-h.forgetIn
+	cctx, ccancel := context.WithTimeout(bg, 50*time.Millisecond)
+	defer ccancel()
+	if err := rt.Close(cctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Close with a store that does not answer: %v, want context.DeadlineExceeded", err)
+	}
+	close(h.forgetGo) // the store answers only after the shards stopped
+	select {
+	case err := <-done:
+		if !errors.Is(err, idem.ErrClosed) {
+			t.Fatalf("Forget: %v, want ErrClosed", err)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("Forget still waiting 2s after Close returned")
+	}
+}
+
+// slowForget is a batched store whose Forget takes a few milliseconds.
+type slowForget struct{ store.Store }
+
+func (s slowForget) Forget(ctx context.Context, key string) error {
+	time.Sleep(5 * time.Millisecond)
+	return s.Store.Forget(ctx, key)
+}
+
+// A Forget that races Close (without a deadline) always gets an answer.
+func TestForgetRacingClose(t *testing.T) {
+	hung := 0
+	for i := 0; i < 200 && hung == 0; i++ {
+		rt, err := idem.New(idem.Options{Store: slowForget{memStore(nil)}, Shards: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fctx, cancel := context.WithTimeout(bg, time.Second)
+		done := make(chan error, 1)
+		go func() { done <- rt.Forget(fctx, "k") }()
+		time.Sleep(time.Duration(i%50) * time.Microsecond)
+		if err := rt.Close(bg); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-done; errors.Is(err, context.DeadlineExceeded) {
+			hung++
+		}
+		cancel()
+	}
+	if hung > 0 {
+		t.Fatalf("a Forget racing Close(bg) got no answer (only its own ctx deadline ended it)")
 	}
 }

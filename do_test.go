@@ -225,6 +225,34 @@ func TestOwnerDeadlineBoundsFunction(t *testing.T) {
 	}
 }
 
+// WithOwnerWaits keeps the owner's call until its function has returned,
+// even after the caller's context ended.
+func TestWithOwnerWaits(t *testing.T) {
+	rt := idemtest.Runtime(t, idem.Options{})
+	ctx, cancel := context.WithCancel(bg)
+	var finished atomic.Bool
+	started := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		_, err := idem.Do(ctx, rt, "k", func(fctx context.Context) (string, error) {
+			close(started)
+			time.Sleep(50 * time.Millisecond)
+			finished.Store(true)
+			return "v", fctx.Err()
+		}, idem.WithOwnerWaits())
+		done <- err
+	}()
+	<-started
+	cancel()
+	<-done
+	if !finished.Load() {
+		t.Fatal("the owner's call returned before its function")
+	}
+	if v, err := idem.Do(bg, rt, "k", idemtest.MustNotRun(t)); err != nil || v != "v" {
+		t.Fatalf("stored result: %q %v", v, err)
+	}
+}
+
 var errDeclined = errors.New("card declined")
 
 func TestPermanentErrorReplayed(t *testing.T) {

@@ -3,8 +3,6 @@ package idem_test
 import (
 	"context"
 	"errors"
-	"fmt"
-	"math"
 	"sync"
 	"testing"
 	"time"
@@ -12,71 +10,12 @@ import (
 	"github.com/idemrt/idem"
 	"github.com/idemrt/idem/internal/idemtest"
 	"github.com/idemrt/idem/store"
-	"github.com/idemrt/idem/store/memstore"
 )
 
 // The tests in this file pin the rule "a hand-off is a new owner": a caller
 // handed a key after a transient failure gets a lease of its own length from
 // when it is granted, its own renewal mode and its own fingerprint, and no
-// answer meant for an earlier owner changes it. Each is named for a
-// behaviour that was once wrong.
-
-// stepFn is a function under the test's control: it says when it starts,
-// then returns what the test sends it. It ignores its context, like a
-// function slower than its lease, but records whether the runtime had
-// cancelled it when it returned.
-type stepFn struct {
-	started  chan struct{}
-	ret      chan stepRet
-	mu       sync.Mutex
-	runs     int
-	canceled bool // the context was done when the function returned
-}
-
-type stepRet struct {
-	v   string
-	err error
-}
-
-// newStepFn returns a stepFn that the test's end lets return, so that a
-// failing test does not leave it blocked (and Close waiting for it).
-func newStepFn(t testing.TB) *stepFn {
-	s := &stepFn{started: make(chan struct{}, 4), ret: make(chan stepRet, 1)}
-	t.Cleanup(func() {
-		select {
-		case s.ret <- stepRet{err: errors.New("test over")}:
-		default:
-		}
-	})
-	return s
-}
-
-func (s *stepFn) fn(ctx context.Context) (string, error) {
-	s.mu.Lock()
-	s.runs++
-	s.mu.Unlock()
-	s.started <- struct{}{}
-	r := <-s.ret
-	s.mu.Lock()
-	s.canceled = ctx.Err() != nil
-	s.mu.Unlock()
-	return r.v, r.err
-}
-
-func (s *stepFn) wasCanceled() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.canceled
-}
-
-func started(t testing.TB, s *stepFn, who string) {
-	t.Helper()
-	select {
-	case <-s.started:
-	case <-time.After(10 * time.Second):
-		t.Fatalf("%s did not start within 10s", who)
-	}
-}
+// answer meant for an earlier owner changes it.
 
 // A waiter handed the key at 0.9 s of a 1 s unrenewed lease keeps it for a
 // lease of its own (to 1.9 s), instead of being let go at 1 s with
@@ -290,161 +229,40 @@ func TestHandOffTakesNewOwnersFingerprint(t *testing.T) {
 	})
 }
 
-// An owner whose unrenewed lease ran out, but whom nobody took over, stores
-// its result: the in-memory store keeps a claim in progress past lease + TTL
-// until it is completed, released or taken over.
-func TestSlowOwnerNobodyReplacedCompletes(t *testing.T) {
-	clk := idemtest.FakeClock()
-	rt := idemtest.Runtime(t, idem.Options{Store: memStore(clk), Clock: clk})
-	a := newStepFn(t)
-	opts := []idem.CallOption{idem.WithLease(time.Second), idem.WithTTL(time.Second), idem.WithoutRenewal()}
-	owner := idemtest.GoDo(bg, rt, "k", a.fn, opts...)
-	started(t, a, "A")
-	clk.Advance(3 * time.Second) // past claim + lease + TTL
-	a.ret <- stepRet{v: "A"}
-	if r := idemtest.Recv(t, owner); r.Err != nil || r.V != "A" {
-		t.Fatalf("slow owner: %+v, want its result stored (nobody took the key over)", r)
-	}
-	if v, err := idem.Do(bg, rt, "k", idemtest.MustNotRun(t), opts...); err != nil || v != "A" {
-		t.Fatalf("replay: %q %v", v, err)
-	}
-}
+// A candidate that leaves while its claim is out does not pass that claim
+// (its fingerprint and lease) to a waiter: it is released and the waiter
+// claims with its own, so other instances judge callers by the request that
+// runs.
+func TestAbandonedCandidateClaim(t *testing.T) {
+	mem := memStore(nil)
+	h := newHooked(mem)
+	rtA := idemtest.Runtime(t, idem.Options{Store: h})
+	rtB := idemtest.Runtime(t, idem.Options{Store: mem})
+	fpA, fpB := []byte("request-A"), []byte("request-B")
 
-// A second Close whose context ends while a first Close waits for a
-// function that ignores its context returns at its own deadline.
-func TestSecondCloseHonoursItsDeadline(t *testing.T) {
-	rt, err := idem.New(idem.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := newStepFn(t)
-	owner := idemtest.GoDo(bg, rt, "k", a.fn)
-	started(t, a, "A")
-	first := make(chan error, 1)
-	go func() { first <- rt.Close(bg) }()
-	idemtest.Eventually(t, "the first Close to begin", func() bool {
-		_, err := idem.Do(bg, rt, "other", idemtest.Value("x"))
-		return errors.Is(err, idem.ErrClosed)
-	})
-
-	ctx, cancel := context.WithTimeout(bg, 50*time.Millisecond)
-	defer cancel()
-	second := make(chan error, 1)
-	go func() { second <- rt.Close(ctx) }()
-	select {
-	case err := <-second:
-		if !errors.Is(err, context.DeadlineExceeded) {
-			t.Fatalf("second Close: %v, want context.DeadlineExceeded", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the second Close ignored its deadline")
-	}
-	select {
-	case err := <-first:
-		if err == nil {
-			t.Error("first Close: nil, but it stopped before the function it waited for returned")
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the first Close did not return after the second gave up")
-	}
-	a.ret <- stepRet{v: "late"}
-	if r := idemtest.Recv(t, owner); r.Err == nil {
-		t.Fatalf("owner after a forced Close: %+v, want an error", r)
-	}
-}
-
-// MaxRecords near math.MaxInt means "very large": results are kept, none is
-// evicted (an overflow once made every claim evict a result).
-func TestHugeMaxRecordsKeepsResults(t *testing.T) {
-	for _, n := range []int{math.MaxInt, math.MaxInt - 1, math.MaxInt - 63} {
-		mem := memstore.New(memstore.Options{MaxRecords: n})
-		rt := idemtest.Runtime(t, idem.Options{Store: mem})
-		for i := range 200 {
-			if _, err := idem.Do(bg, rt, fmt.Sprint("k", i), idemtest.Value("v")); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if mem.Evicted() != 0 || mem.Len() != 200 {
-			t.Fatalf("MaxRecords %d: %d evicted, %d kept; want 0 and 200", n, mem.Evicted(), mem.Len())
-		}
-	}
-}
-
-// CacheEntries near math.MaxInt means "very large": the hot cache serves
-// replays without a store operation (an overflow once turned it off).
-func TestHugeCacheEntriesKeepsCache(t *testing.T) {
-	for _, n := range []int{math.MaxInt, math.MaxInt - 1} {
-		rt := idemtest.Runtime(t, idem.Options{CacheEntries: n, Shards: 3})
-		if _, err := idem.Do(bg, rt, "k", idemtest.Value("v")); err != nil {
-			t.Fatal(err)
-		}
-		ops := rt.Stats().Ops
-		if v, err := idem.Do(bg, rt, "k", idemtest.MustNotRun(t)); err != nil || v != "v" {
-			t.Fatalf("replay: %q %v", v, err)
-		}
-		if got := rt.Stats().Ops; got != ops {
-			t.Fatalf("CacheEntries %d: the replay made %d store operations; want it served by the cache", n, got-ops)
-		}
-	}
-}
-
-// A lease is counted from when its claim was sent, not from when the answer
-// came back: the store started it no earlier. An unrenewed owner whose claim
-// answer was slow is let go when the store's lease ends, not a round trip
-// later, so it never runs on a lease the store has already ended.
-func TestLeaseCountsFromClaimSent(t *testing.T) {
-	clk := idemtest.FakeClock()
-	h := newHooked(memStore(clk), false)
-	h.holdClaim = true
-	rt := idemtest.Runtime(t, idem.Options{Store: h, Clock: clk})
-	opts := []idem.CallOption{idem.WithLease(time.Second), idem.WithoutRenewal(), idem.WithSettle(time.Hour)}
-	a, c := newStepFn(t), newStepFn(t)
-	owner := idemtest.GoDo(bg, rt, "k", a.fn, opts...)
-	<-h.claimDone // the store took the claim at 0 s
-	clk.Advance(500 * time.Millisecond)
-	h.claimGo <- struct{}{} // its answer arrives at 0.5 s
-	started(t, a, "A")
-	waiter := idemtest.GoDo(bg, rt, "k", c.fn, opts...)
-	waitersAre(t, rt, 1)
-
-	clk.Advance(500 * time.Millisecond) // 1 s: the store's lease of A ends
-	started(t, c, "C (A's lease ended at 1 s)")
-	c.ret <- stepRet{v: "C"}
-	if r := idemtest.Recv(t, waiter); r.Err != nil || r.V != "C" {
-		t.Fatalf("C: %+v", r)
-	}
-	a.ret <- stepRet{v: "A"}
-	if r := idemtest.Recv(t, owner); !errors.Is(r.Err, idem.ErrLeaseLost) {
-		t.Fatalf("A: %+v, want ErrLeaseLost", r)
-	}
-}
-
-// A record that ends while a claim's answer is on its way is not handed to
-// callers that arrived after it ended: the shard asks the store again, and
-// the key runs anew.
-func TestRecordEndedInFlightIsNotReplayed(t *testing.T) {
-	clk := idemtest.FakeClock()
-	h := newHooked(memStore(clk), false)
-	rt := idemtest.Runtime(t, idem.Options{Store: h, Clock: clk, DisableCache: true})
-	ttl := idem.WithTTL(time.Second)
-	if _, err := idem.Do(bg, rt, "k", idemtest.Value("A"), ttl); err != nil {
-		t.Fatal(err)
-	}
-	clk.Advance(500 * time.Millisecond)
 	h.mu.Lock()
 	h.holdClaim = true
 	h.mu.Unlock()
-	first := idemtest.GoDo(bg, rt, "k", idemtest.Value("B"), ttl)
-	<-h.claimDone // the store found A, live until 1 s; its answer is held
-	late := idemtest.GoDo(bg, rt, "k", idemtest.Value("C"), ttl, idem.WithSettle(time.Hour))
-	waitersAre(t, rt, 1)
-	clk.Advance(time.Second) // 1.5 s: A has ended
-	h.claimGo <- struct{}{}
-	r1, r2 := idemtest.Recv(t, first), idemtest.Recv(t, late)
-	if r2.V == "A" || r1.V == "A" {
-		t.Fatalf("callers got %q and %q: a record that had ended was replayed", r1.V, r2.V)
+	xctx, xcancel := context.WithCancel(bg)
+	x := idemtest.GoDo(xctx, rtA, "k", idemtest.MustNotRun(t), idem.WithFingerprint(fpA))
+	<-h.claimDone // X's claim (fingerprint A) is in the store
+	g := idemtest.NewGate()
+	y := idemtest.GoDo(bg, rtA, "k", g.Fn("Y", nil), idem.WithFingerprint(fpB))
+	waitersAre(t, rtA, 1)
+	xcancel()
+	if r := idemtest.Recv(t, x); !errors.Is(r.Err, context.Canceled) {
+		t.Fatalf("X: %+v", r)
 	}
-	if r1.Err != nil || r1.V != "B" || r1.Out != idem.Executed || r2.Err != nil || r2.V != "B" || r2.Out != idem.Joined {
-		t.Fatalf("first %+v, late %+v; want B executed and joined", r1, r2)
+	close(h.claimGo)
+	<-g.Started // Y owns the key and runs (fingerprint B)
+
+	// Z repeats Y's request on another instance.
+	_, err := idem.Do(bg, rtB, "k", idemtest.MustNotRun(t), idem.WithFingerprint(fpB), idem.WithSettle(0))
+	close(g.Open)
+	if r := idemtest.Recv(t, y); r.Err != nil {
+		t.Fatalf("Y: %+v", r)
+	}
+	if errors.Is(err, idem.ErrFingerprintMismatch) {
+		t.Fatalf("Z (same request as the running owner Y) got %v", err)
 	}
 }

@@ -99,3 +99,115 @@ func (f *faultStore) Subscribe(ctx context.Context, fn func(string)) (string, fu
 }
 
 func memStore(c clock.Clock) *memstore.Store { return memstore.New(memstore.Options{Clock: c}) }
+
+// hooked wraps a store, hiding store.InProcess (so the runtime batches);
+// it can hold Claim (after the store ran it) and Forget (before) until
+// released. It hides the store's wake-ups too: wrap it in waking to pass
+// them through.
+type hooked struct {
+	store.Store
+
+	mu         sync.Mutex
+	holdClaim  bool // hold the next Claim after it ran
+	claimDone  chan struct{}
+	claimGo    chan struct{}
+	holdForget bool
+	forgetIn   chan struct{}
+	forgetGo   chan struct{}
+}
+
+func newHooked(s store.Store) *hooked {
+	return &hooked{Store: s,
+		claimDone: make(chan struct{}, 1), claimGo: make(chan struct{}),
+		forgetIn: make(chan struct{}, 1), forgetGo: make(chan struct{})}
+}
+
+func (h *hooked) Claim(ctx context.Context, key string, req store.ClaimRequest) (store.ClaimResult, error) {
+	res, err := h.Store.Claim(ctx, key, req)
+	h.mu.Lock()
+	hold := h.holdClaim
+	h.holdClaim = false
+	h.mu.Unlock()
+	if hold {
+		h.claimDone <- struct{}{}
+		<-h.claimGo
+	}
+	return res, err
+}
+
+func (h *hooked) Forget(ctx context.Context, key string) error {
+	h.mu.Lock()
+	hold := h.holdForget
+	h.mu.Unlock()
+	if hold {
+		h.forgetIn <- struct{}{}
+		<-h.forgetGo
+	}
+	return h.Store.Forget(ctx, key)
+}
+
+// waking is a hooked store that passes wake-ups through.
+type waking struct{ *hooked }
+
+func (w waking) Subscribe(ctx context.Context, fn func(string)) (string, func(), error) {
+	return w.Store.(store.Waker).Subscribe(ctx, fn)
+}
+
+// stepFn is a function under the test's control: it says when it starts,
+// then returns what the test sends it. It ignores its context, like a
+// function slower than its lease, but records whether the runtime had
+// cancelled it when it returned.
+type stepFn struct {
+	started  chan struct{}
+	ret      chan stepRet
+	mu       sync.Mutex
+	runs     int
+	canceled bool // the context was done when the function returned
+}
+
+type stepRet struct {
+	v   string
+	err error
+}
+
+// newStepFn returns a stepFn that the test's end lets return, so that a
+// failing test does not leave it blocked (and Close waiting for it).
+func newStepFn(t testing.TB) *stepFn {
+	s := &stepFn{started: make(chan struct{}, 4), ret: make(chan stepRet, 1)}
+	t.Cleanup(func() {
+		select {
+		case s.ret <- stepRet{err: errors.New("test over")}:
+		default:
+		}
+	})
+	return s
+}
+
+func (s *stepFn) fn(ctx context.Context) (string, error) {
+	s.mu.Lock()
+	s.runs++
+	s.mu.Unlock()
+	s.started <- struct{}{}
+	r := <-s.ret
+	s.mu.Lock()
+	s.canceled = ctx.Err() != nil
+	s.mu.Unlock()
+	return r.v, r.err
+}
+
+func (s *stepFn) wasCanceled() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.canceled
+}
+
+// started waits until s has started, failing the test after
+// idemtest.Timeout.
+func started(t testing.TB, s *stepFn, who string) {
+	t.Helper()
+	select {
+	case <-s.started:
+	case <-time.After(idemtest.Timeout):
+		t.Fatalf("%s did not start within %v", who, idemtest.Timeout)
+	}
+}

@@ -33,7 +33,7 @@ func (o *lateObserver) OnStoreBatch(idem.StoreBatchEvent) {
 // after Close (a closed channel, unregistered metrics) is never called.
 func TestObserverNotCalledAfterForcedClose(t *testing.T) {
 	before := goleak.IgnoreCurrent()
-	h := newHooked(memStore(nil), false)
+	h := newHooked(memStore(nil))
 	h.holdForget = true
 	obs := &lateObserver{}
 	rt, err := idem.New(idem.Options{Store: h, Observer: obs})

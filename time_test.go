@@ -11,6 +11,10 @@ import (
 	"github.com/idemrt/idem/store"
 )
 
+// The runtime's deadlines, on a fake clock: how long a result is kept (the
+// TTL), and how long an owner holds its key (the lease) when it renews it,
+// when it cannot, and when it runs without renewal.
+
 func TestResultTTL(t *testing.T) {
 	for _, disable := range []bool{false, true} {
 		clk := idemtest.FakeClock()
@@ -28,6 +32,36 @@ func TestResultTTL(t *testing.T) {
 		if err != nil || v != "v2" || out != idem.Executed {
 			t.Fatalf("at the TTL (cache disabled=%v): %q %v %v; want a new run", disable, v, err, out)
 		}
+	}
+}
+
+// A record that ends while a claim's answer is on its way is not handed to
+// callers that arrived after it ended: the shard asks the store again, and
+// the key runs anew.
+func TestRecordEndedInFlightIsNotReplayed(t *testing.T) {
+	clk := idemtest.FakeClock()
+	h := newHooked(memStore(clk))
+	rt := idemtest.Runtime(t, idem.Options{Store: h, Clock: clk, DisableCache: true})
+	ttl := idem.WithTTL(time.Second)
+	if _, err := idem.Do(bg, rt, "k", idemtest.Value("A"), ttl); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(500 * time.Millisecond)
+	h.mu.Lock()
+	h.holdClaim = true
+	h.mu.Unlock()
+	first := idemtest.GoDo(bg, rt, "k", idemtest.Value("B"), ttl)
+	<-h.claimDone // the store found A, live until 1 s; its answer is held
+	late := idemtest.GoDo(bg, rt, "k", idemtest.Value("C"), ttl, idem.WithSettle(time.Hour))
+	waitersAre(t, rt, 1)
+	clk.Advance(time.Second) // 1.5 s: A has ended
+	h.claimGo <- struct{}{}
+	r1, r2 := idemtest.Recv(t, first), idemtest.Recv(t, late)
+	if r2.V == "A" || r1.V == "A" {
+		t.Fatalf("callers got %q and %q: a record that had ended was replayed", r1.V, r2.V)
+	}
+	if r1.Err != nil || r1.V != "B" || r1.Out != idem.Executed || r2.Err != nil || r2.V != "B" || r2.Out != idem.Joined {
+		t.Fatalf("first %+v, late %+v; want B executed and joined", r1, r2)
 	}
 }
 
@@ -132,5 +166,79 @@ func TestLeaseLostCancelsFunction(t *testing.T) {
 	}
 	if r := idemtest.Recv(t, ch); !errors.Is(r.Err, idem.ErrLeaseLost) {
 		t.Fatalf("owner: %+v, want ErrLeaseLost", r)
+	}
+}
+
+// WithoutRenewal makes the lease a hard limit: a function that hangs in a
+// live process is taken over when its lease ends, and its late result is
+// refused.
+func TestWithoutRenewal(t *testing.T) {
+	clk := idemtest.FakeClock()
+	rt := idemtest.Runtime(t, idem.Options{Clock: clk, Store: memStore(clk)})
+	g := idemtest.NewGate()
+	hung := idemtest.GoDo(bg, rt, "k", g.Fn("late", nil), idem.WithLease(time.Second), idem.WithoutRenewal())
+	<-g.Started
+	for i := 0; i < 20; i++ {
+		clk.Advance(200 * time.Millisecond)
+		time.Sleep(time.Millisecond)
+	}
+	v, err := idem.Do(bg, rt, "k", idemtest.Value("taken over"), idem.WithSettle(time.Hour))
+	if err != nil || v != "taken over" {
+		t.Fatalf("after the lease: %q %v", v, err)
+	}
+	close(g.Open)
+	if r := idemtest.Recv(t, hung); !errors.Is(r.Err, idem.ErrLeaseLost) {
+		t.Fatalf("the hung owner's late result: %+v, want ErrLeaseLost", r)
+	}
+}
+
+// An owner whose unrenewed lease ran out, but whom nobody took over, stores
+// its result: the in-memory store keeps a claim in progress past lease + TTL
+// until it is completed, released or taken over.
+func TestSlowOwnerNobodyReplacedCompletes(t *testing.T) {
+	clk := idemtest.FakeClock()
+	rt := idemtest.Runtime(t, idem.Options{Store: memStore(clk), Clock: clk})
+	a := newStepFn(t)
+	opts := []idem.CallOption{idem.WithLease(time.Second), idem.WithTTL(time.Second), idem.WithoutRenewal()}
+	owner := idemtest.GoDo(bg, rt, "k", a.fn, opts...)
+	started(t, a, "A")
+	clk.Advance(3 * time.Second) // past claim + lease + TTL
+	a.ret <- stepRet{v: "A"}
+	if r := idemtest.Recv(t, owner); r.Err != nil || r.V != "A" {
+		t.Fatalf("slow owner: %+v, want its result stored (nobody took the key over)", r)
+	}
+	if v, err := idem.Do(bg, rt, "k", idemtest.MustNotRun(t), opts...); err != nil || v != "A" {
+		t.Fatalf("replay: %q %v", v, err)
+	}
+}
+
+// A lease is counted from when its claim was sent, not from when the answer
+// came back: the store started it no earlier. An unrenewed owner whose claim
+// answer was slow is let go when the store's lease ends, not a round trip
+// later, so it never runs on a lease the store has already ended.
+func TestLeaseCountsFromClaimSent(t *testing.T) {
+	clk := idemtest.FakeClock()
+	h := newHooked(memStore(clk))
+	h.holdClaim = true
+	rt := idemtest.Runtime(t, idem.Options{Store: h, Clock: clk})
+	opts := []idem.CallOption{idem.WithLease(time.Second), idem.WithoutRenewal(), idem.WithSettle(time.Hour)}
+	a, c := newStepFn(t), newStepFn(t)
+	owner := idemtest.GoDo(bg, rt, "k", a.fn, opts...)
+	<-h.claimDone // the store took the claim at 0 s
+	clk.Advance(500 * time.Millisecond)
+	h.claimGo <- struct{}{} // its answer arrives at 0.5 s
+	started(t, a, "A")
+	waiter := idemtest.GoDo(bg, rt, "k", c.fn, opts...)
+	waitersAre(t, rt, 1)
+
+	clk.Advance(500 * time.Millisecond) // 1 s: the store's lease of A ends
+	started(t, c, "C (A's lease ended at 1 s)")
+	c.ret <- stepRet{v: "C"}
+	if r := idemtest.Recv(t, waiter); r.Err != nil || r.V != "C" {
+		t.Fatalf("C: %+v", r)
+	}
+	a.ret <- stepRet{v: "A"}
+	if r := idemtest.Recv(t, owner); !errors.Is(r.Err, idem.ErrLeaseLost) {
+		t.Fatalf("A: %+v, want ErrLeaseLost", r)
 	}
 }
