@@ -14,6 +14,8 @@ func TestFormat(t *testing.T) {
 	}{
 		// Exact counts.
 		{"count zero", count(0), "0"},
+		{"count below a thousand", count(999), "999"},
+		{"count a thousand", count(1000), "1,000"},
 		{"count", count(1_480_000), "1,480,000"},
 		{"count negative", count(-1234), "-1,234"},
 		{"count huge", count(math.MaxInt64), "9,223,372,036,854,775,807"},
@@ -34,7 +36,9 @@ func TestFormat(t *testing.T) {
 		// Abbreviated numbers and rates.
 		{"si zero", si(0), "0"},
 		{"si", si(12.5), "12.5"},
+		{"si just below k", si(999.4), "999"},
 		{"si rounds to k", si(999.6), "1k"},
+		{"si G", si(2.5e9), "2.5G"},
 		{"si M", si(1_480_000), "1.48M"},
 		{"si negative", si(-2500), "-2.5k"},
 		{"si T", si(3e12), "3T"},
