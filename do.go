@@ -72,9 +72,13 @@ func doWithOptions[T any](ctx context.Context, rt *Runtime, key string, fn func(
 	return v, err
 }
 
-// do takes c by value: a pointer would make it escape, and a replay would
+// do is one call of Do: refuse it, or replay the LRU's record, or admit it,
+// send it to the key's shard and act on the answer (run fn as the owner, or
+// take the settled record, or fail). st, when not nil, receives the call's
+// timings (an observed call).
+//
+// It takes c by value: a pointer would make it escape, and a replay would
 // allocate.
-// st, when not nil, receives the call's timings (an observed call).
 func do[T any](ctx context.Context, rt *Runtime, key string, fn func(context.Context) (T, error), c callOptions, st *callStats) (T, Outcome, error) {
 	var zero T
 	if err := rt.refuse(ctx, key, c.err, fn == nil); err != nil {
