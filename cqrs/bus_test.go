@@ -145,3 +145,42 @@ func TestKindString(t *testing.T) {
 		}
 	}
 }
+
+// Two types with one name (declared inside functions) cannot both be
+// registered: their fingerprints would be the same, and one command would
+// be taken for the other.
+func TestSameNameLocalTypesRefused(t *testing.T) {
+	var bus cqrs.Bus
+	if err := localA(&bus); err != nil {
+		t.Fatal(err)
+	}
+	if err := localB(&bus); !errors.Is(err, cqrs.ErrDuplicateHandler) {
+		t.Fatalf("a second type named like the first: %v, want ErrDuplicateHandler", err)
+	}
+}
+
+func localA(bus *cqrs.Bus) error {
+	type Cmd struct{ N int }
+	return cqrs.HandleCommand(bus, func(context.Context, Cmd) (string, error) { return "A", nil })
+}
+
+func localB(bus *cqrs.Bus) error {
+	type Cmd struct{ N int }
+	return cqrs.HandleCommand(bus, func(context.Context, Cmd) (string, error) { return "B", nil })
+}
+
+// A typed-nil *Idempotency is refused by Use.
+func TestUseTypedNilBehaviour(t *testing.T) {
+	var bus cqrs.Bus
+	var p *cqrs.Idempotency
+	err := bus.Use(p)
+	if err == nil {
+		defer func() {
+			if r := recover(); r != nil {
+				t.Fatalf("Use accepted a nil *Idempotency; Dispatch panicked: %v", r)
+			}
+		}()
+		_ = cqrs.HandleCommand(&bus, func(context.Context, PlaceOrder) (Order, error) { return Order{}, nil })
+		_, _ = cqrs.Dispatch[Order](reqCtx("", "r"), &bus, PlaceOrder{})
+	}
+}
