@@ -22,14 +22,10 @@ import (
 
 var bg = context.Background()
 
-// serve starts a loopback HTTP server: a ServeMux with h behind the
-// middleware on every path. The server, then the middleware, are closed at
-// the end of the test.
-func serve(t testing.TB, opts httpidem.Options, h http.Handler) (*httptest.Server, *httpidem.Middleware) {
+// newMiddleware returns a middleware that the test closes at its end,
+// after the servers it started.
+func newMiddleware(t testing.TB, opts httpidem.Options) *httpidem.Middleware {
 	t.Helper()
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
-	}
 	mw, err := httpidem.New(opts)
 	if err != nil {
 		t.Fatal(err)
@@ -41,6 +37,18 @@ func serve(t testing.TB, opts httpidem.Options, h http.Handler) (*httptest.Serve
 			t.Errorf("middleware Close: %v", err)
 		}
 	})
+	return mw
+}
+
+// serve starts a loopback HTTP server: a ServeMux with h behind the
+// middleware on every path. The server, then the middleware, are closed at
+// the end of the test.
+func serve(t testing.TB, opts httpidem.Options, h http.Handler) (*httptest.Server, *httpidem.Middleware) {
+	t.Helper()
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	mw := newMiddleware(t, opts)
 	mux := http.NewServeMux()
 	mux.Handle("/", mw.Handler(h))
 	srv := httptest.NewServer(mux)

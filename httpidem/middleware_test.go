@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -107,6 +108,35 @@ func TestSettleTimeout(t *testing.T) {
 	}
 	release()
 	expect(t, "owner", <-owner, http.StatusCreated, false, "")
+}
+
+// A waiter whose request context runs out (a timeout middleware) before the
+// settle time gets 409, as docs/http.md says.
+func TestWaiterContextDeadlineIs409(t *testing.T) {
+	p := newPayments()
+	mw := newMiddleware(t, httpidem.Options{Settle: 10 * time.Second, Logger: nil})
+	inner := mw.Handler(p)
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-Timeout") != "" {
+			ctx, cancel := context.WithTimeout(r.Context(), 100*time.Millisecond)
+			defer cancel()
+			r = r.WithContext(ctx)
+		}
+		inner.ServeHTTP(w, r)
+	})
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	release := p.Hold()
+	defer release()
+	owner := make(chan reply, 1)
+	go func() { owner <- do(srv, http.MethodPost, "/payments", "k", "pay") }()
+	p.WaitStarted(t)
+	r := do(srv, http.MethodPost, "/payments", "k", "pay", "X-Timeout", "1")
+	release()
+	<-owner
+	if r.err != nil || r.status != http.StatusConflict {
+		t.Fatalf("waiter whose context ran out: %d %q, want 409", r.status, r.body)
+	}
 }
 
 // The same key with a different request (body, path, method, query) is 422
@@ -217,54 +247,6 @@ func TestWaiterRunsAfterFailure(t *testing.T) {
 	expect(t, "waiter", <-waiter, http.StatusCreated, false, "")
 	if p.runs.Load() != 2 {
 		t.Fatalf("%d runs, want 2", p.runs.Load())
-	}
-}
-
-// A panicking handler: its client gets 500, the panic is logged with its
-// stack, and the key is released. panic(http.ErrAbortHandler) aborts the
-// response instead, silently.
-func TestPanic(t *testing.T) {
-	var logs logBuffer
-	var runs atomic.Int32
-	var mode atomic.Value
-	mode.Store("")
-	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		runs.Add(1)
-		switch mode.Swap("") {
-		case "panic":
-			w.WriteHeader(http.StatusCreated) // half-written responses are dropped
-			panic("card reader on fire")
-		case "abort":
-			panic(http.ErrAbortHandler)
-		}
-		w.WriteHeader(http.StatusCreated)
-		_, _ = io.WriteString(w, "ok")
-	})
-	srv, _ := serve(t, httpidem.Options{Logger: logs.logger()}, h)
-
-	mode.Store("panic")
-	expectProblem(t, "panic", post(t, srv, "k1", "x"), http.StatusInternalServerError)
-	out := logs.String()
-	if !strings.Contains(out, "level=ERROR") || !strings.Contains(out, "card reader on fire") ||
-		!strings.Contains(out, "middleware_test.go") || !strings.Contains(out, `key=k1`) {
-		t.Fatalf("the panic was not logged with its stack:\n%s", out)
-	}
-	expect(t, "retry", post(t, srv, "k1", "x"), http.StatusCreated, false, "ok")
-
-	mode.Store("abort")
-	// (A body without GetBody: net/http's client retries requests that
-	// carry an Idempotency-Key by itself when it can rewind the body.)
-	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/payments", io.MultiReader(strings.NewReader("x")))
-	req.Header.Set(httpidem.HeaderKey, "k2")
-	if r := send(srv, req); r.err == nil {
-		t.Fatalf("aborted response arrived: %+v", r)
-	}
-	expect(t, "retry after abort", post(t, srv, "k2", "x"), http.StatusCreated, false, "ok")
-	if n := runs.Load(); n != 4 {
-		t.Fatalf("%d runs, want 4", n)
-	}
-	if strings.Contains(logs.String(), "abort Handler") {
-		t.Fatalf("the abort was logged as a panic:\n%s", logs.String())
 	}
 }
 
@@ -412,35 +394,6 @@ func TestLargeResponse(t *testing.T) {
 	}
 }
 
-// Headers are stored and replayed as the handler set them at WriteHeader;
-// connection headers are not; an empty response is a 200.
-func TestHeaders(t *testing.T) {
-	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/empty" {
-			return
-		}
-		w.Header().Set("Location", "/orders/9")
-		w.Header().Add("X-Multi", "a")
-		w.Header().Add("X-Multi", "b")
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		w.Header().Set(httpidem.HeaderReplayed, "forged")
-		w.WriteHeader(http.StatusAccepted)
-		w.Header().Set("X-Late", "ignored")
-		_, _ = io.WriteString(w, "queued")
-	})
-	srv, _ := serve(t, httpidem.Options{}, h)
-	for i, replayed := range []bool{false, true} {
-		r := post(t, srv, "k", "x")
-		expect(t, fmt.Sprint("call ", i), r, http.StatusAccepted, replayed, "queued")
-		if r.header.Get("Location") != "/orders/9" || strings.Join(r.header.Values("X-Multi"), ",") != "a,b" ||
-			r.header.Get("Content-Type") != "text/plain; charset=utf-8" || r.header.Get("X-Late") != "" {
-			t.Fatalf("call %d: headers %v", i, r.header)
-		}
-	}
-	expect(t, "empty", call(t, srv, http.MethodPost, "/empty", "e", ""), http.StatusOK, false, "")
-	expect(t, "empty replayed", call(t, srv, http.MethodPost, "/empty", "e", ""), http.StatusOK, true, "")
-}
-
 // A client that goes away does not stop the handler (its request stays
 // until the handler returns, as net/http's do); its response is stored for
 // the retry.
@@ -551,39 +504,6 @@ func TestStatusFor(t *testing.T) {
 			t.Errorf("StatusFor(%v) = %d, want %d", err, got, want)
 		}
 	}
-}
-
-// The requests waiting for a request whose handler panics get 500 too; the
-// key is released and the retry runs.
-func TestPanicWithWaiters(t *testing.T) {
-	rt := idemtest.Runtime(t, idem.Options{})
-	var logs logBuffer
-	var runs atomic.Int32
-	started, release := make(chan struct{}), make(chan struct{})
-	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if runs.Add(1) == 1 {
-			close(started)
-			<-release
-			panic("boom")
-		}
-		_, _ = io.WriteString(w, "ok")
-	})
-	srv, _ := serve(t, httpidem.Options{Runtime: rt, Settle: 10 * time.Second, Logger: logs.logger()}, h)
-	replies := make(chan reply, 3)
-	go func() { replies <- do(srv, http.MethodPost, "/", "k", "x") }()
-	<-started
-	for range 2 {
-		go func() { replies <- do(srv, http.MethodPost, "/", "k", "x") }()
-	}
-	idemtest.Eventually(t, "2 parked requests", func() bool { return rt.Stats().Waiters == 2 })
-	close(release)
-	for range 3 {
-		expectProblem(t, "panicked run", <-replies, http.StatusInternalServerError)
-	}
-	if n := strings.Count(logs.String(), "handler panicked"); n != 1 {
-		t.Fatalf("the panic was logged %d times:\n%s", n, logs.String())
-	}
-	expect(t, "retry", post(t, srv, "k", "x"), http.StatusOK, false, "ok")
 }
 
 // Version keeps the keys of two APIs on one runtime apart.
