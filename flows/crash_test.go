@@ -13,6 +13,7 @@ import (
 
 	"github.com/idemrt/idem"
 	"github.com/idemrt/idem/flows"
+	"github.com/idemrt/idem/internal/idemtest"
 	"github.com/idemrt/idem/internal/redistest"
 	"github.com/idemrt/idem/store/redisstore"
 )
@@ -107,13 +108,9 @@ func TestCrashAndResume(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill() })
 	rt, c := redisRuntime(t, srv.Addr)
-	deadline := time.Now().Add(20 * time.Second)
-	for c.LLen(bg, "exec:receipt").Val() == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the worker never reached its second step")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	idemtest.Eventually(t, "the worker to reach its second step", func() bool {
+		return c.LLen(bg, "exec:receipt").Val() > 0
+	})
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
