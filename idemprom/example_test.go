@@ -34,7 +34,7 @@ func ExampleNew() {
 		wg.Go(func() { _, _ = idem.Do(context.Background(), rt, "k", fn) })
 	}
 	for rt.Stats().Waiters < 9 {
-		time.Sleep(time.Millisecond)
+		time.Sleep(time.Millisecond) // an Example has no *testing.T for idemtest.Eventually
 	}
 	close(release)
 	wg.Wait()
