@@ -2,20 +2,17 @@ package idem_test
 
 import (
 	"fmt"
-
 	"sync"
 	"testing"
-	"time"
-
-	"github.com/idemrt/idem/internal/idemtest"
 
 	"github.com/idemrt/idem"
+	"github.com/idemrt/idem/internal/idemtest"
 )
 
 // Store operations of one shard go out as batches, one at a time: the
 // operations that arrive while a batch is out form the next one.
 func TestGroupCommit(t *testing.T) {
-	fs := &faultStore{Store: memStore(nil), batchDelay: 2 * time.Millisecond}
+	fs := &faultStore{Store: memStore(nil), batchGate: make(chan struct{})}
 	rt := idemtest.Runtime(t, idem.Options{Store: fs, Shards: 1})
 	const n = 64
 	var wg sync.WaitGroup
@@ -26,6 +23,10 @@ func TestGroupCommit(t *testing.T) {
 			}
 		})
 	}
+	// The first batch is held at the store while the other calls arrive:
+	// their claims wait for the next batch, not beside it.
+	idemtest.Eventually(t, "every call in flight", func() bool { return rt.Stats().InFlight == n })
+	close(fs.batchGate)
 	wg.Wait()
 	fs.mu.Lock()
 	defer fs.mu.Unlock()

@@ -205,7 +205,7 @@ func BenchmarkHotKey(b *testing.B) {
 func BenchmarkStorm(b *testing.B) {
 	const callers = 64
 	slow := func(ctx context.Context) (receipt, error) {
-		time.Sleep(100 * time.Microsecond)
+		time.Sleep(100 * time.Microsecond) // the function's work, in real time: the storm joins it
 		return charge(ctx)
 	}
 	run := func(b *testing.B, do func(key string)) {

@@ -211,7 +211,7 @@ func TestForgetDuringForcedClose(t *testing.T) {
 type slowForget struct{ store.Store }
 
 func (s slowForget) Forget(ctx context.Context, key string) error {
-	time.Sleep(5 * time.Millisecond)
+	time.Sleep(5 * time.Millisecond) // a store answering slowly: Close arrives while Forget is out
 	return s.Store.Forget(ctx, key)
 }
 
@@ -226,7 +226,7 @@ func TestForgetRacingClose(t *testing.T) {
 		fctx, cancel := context.WithTimeout(bg, time.Second)
 		done := make(chan error, 1)
 		go func() { done <- rt.Forget(fctx, "k") }()
-		time.Sleep(time.Duration(i%50) * time.Microsecond)
+		time.Sleep(time.Duration(i%50) * time.Microsecond) // a race test: vary where Close lands
 		if err := rt.Close(bg); err != nil {
 			t.Fatal(err)
 		}

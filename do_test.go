@@ -236,7 +236,7 @@ func TestWithOwnerWaits(t *testing.T) {
 	go func() {
 		_, err := idem.Do(ctx, rt, "k", func(fctx context.Context) (string, error) {
 			close(started)
-			time.Sleep(50 * time.Millisecond)
+			time.Sleep(50 * time.Millisecond) // time for a call that does not wait to return first
 			finished.Store(true)
 			return "v", fctx.Err()
 		}, idem.WithOwnerWaits())

@@ -23,6 +23,21 @@ func modes(t *testing.T, f func(t *testing.T, wrap func(store.Store) store.Store
 	t.Run("batched", func(t *testing.T) { f(t, func(s store.Store) store.Store { return &faultStore{Store: s} }) })
 }
 
+// stepUntilAnswered moves clk forward by step, leaving the runtimes time to
+// act on each move, until ch holds an answer; it fails the test after
+// idemtest.Timeout. It serves where the timer to fire cannot be told from
+// the others (a waiter's re-claim, armed beside its settle time).
+func stepUntilAnswered(t testing.TB, clk *clock.Fake, step time.Duration, ch <-chan idemtest.Result) {
+	t.Helper()
+	idemtest.Eventually(t, "an answer as the clock moves", func() bool {
+		if len(ch) > 0 {
+			return true
+		}
+		clk.Advance(step)
+		return false
+	})
+}
+
 // waitersAre waits until rt has n parked callers.
 func waitersAre(t testing.TB, rt *idem.Runtime, n int) {
 	t.Helper()
@@ -40,7 +55,7 @@ type faultStore struct {
 	batches     []int
 	inFlight    int
 	maxInFlight int
-	batchDelay  time.Duration
+	batchGate   chan struct{} // when set, each batch waits until it is closed
 }
 
 func (f *faultStore) Claim(ctx context.Context, key string, req store.ClaimRequest) (store.ClaimResult, error) {
@@ -79,9 +94,11 @@ func (f *faultStore) Batch(ctx context.Context, ops []*store.Op) {
 	f.batches = append(f.batches, len(ops))
 	f.inFlight++
 	f.maxInFlight = max(f.maxInFlight, f.inFlight)
-	delay := f.batchDelay
+	gate := f.batchGate
 	f.mu.Unlock()
-	time.Sleep(delay)
+	if gate != nil {
+		<-gate
+	}
 	for _, op := range ops {
 		store.RunOne(ctx, f, op)
 	}

@@ -98,7 +98,7 @@ func TestCanceledWaiterWaitReported(t *testing.T) {
 	ctx, cancel := context.WithCancel(bg)
 	waiter := idemtest.GoDo(ctx, rt, "k", idemtest.MustNotRun(t))
 	waitersAre(t, rt, 1)
-	time.Sleep(20 * time.Millisecond)
+	time.Sleep(20 * time.Millisecond) // Wait is measured in real time, not on Options.Clock
 	cancel()
 	if r := idemtest.Recv(t, waiter); !errors.Is(r.Err, context.Canceled) {
 		t.Fatalf("waiter: %v", r.Err)

@@ -20,7 +20,7 @@ func (w *simWorld) quiesce() {
 	for spins := 0; time.Now().Before(deadline); spins++ {
 		runtime.Gosched()
 		if spins > 50 {
-			time.Sleep(20 * time.Microsecond)
+			time.Sleep(20 * time.Microsecond) // back off: the goroutines watched need the processor
 		}
 		before := w.snapshot()
 		if w.busy.Load() != 0 || w.othersRunnable() || w.busy.Load() != 0 || w.snapshot() != before {

@@ -3,6 +3,7 @@ package idem_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -77,11 +78,7 @@ func TestTakeoverAfterLease(t *testing.T) {
 	}
 	ch := idemtest.GoDo(bg, rt, "k", idemtest.Value("taken over"), idem.WithSettle(time.Minute))
 	waitersAre(t, rt, 1)
-	// Step through the re-claim timers until the lease has ended.
-	for i := 0; i < 200 && len(ch) == 0; i++ {
-		clk.Advance(100 * time.Millisecond)
-		time.Sleep(time.Millisecond)
-	}
+	stepUntilAnswered(t, clk, 100*time.Millisecond, ch) // through the re-claims, past the lease
 	r := idemtest.Recv(t, ch)
 	if r.Err != nil || r.V != "taken over" || r.Out != idem.Executed {
 		t.Fatalf("waiter: %+v", r)
@@ -130,9 +127,14 @@ func TestLeaseRenewed(t *testing.T) {
 	g := idemtest.NewGate()
 	a := idemtest.GoDo(bg, rtA, "k", g.Fn("A", nil))
 	<-g.Started
-	for range 10 { // 30s: more than three leases
+	// The next renewal is the shard's only timer. Each step waits until the
+	// renewal went out and the next one is armed: moving the clock before
+	// that would skip it.
+	idemtest.Eventually(t, "the first renewal armed", func() bool { return clk.Timers() == 1 })
+	for i := range 10 { // 30s: more than three leases
+		ops := rtA.Stats().Ops
 		clk.Advance(3 * time.Second)
-		time.Sleep(5 * time.Millisecond)
+		idemtest.Eventually(t, fmt.Sprint("renewal ", i+1), func() bool { return rtA.Stats().Ops > ops && clk.Timers() == 1 })
 	}
 	res, err := mem.Claim(bg, "k", store.ClaimRequest{Owner: "intruder", Lease: time.Second, TTL: time.Hour})
 	if err != nil || res.Status != store.InProgress {
@@ -160,10 +162,9 @@ func TestLeaseLostCancelsFunction(t *testing.T) {
 		return "too late", nil
 	})
 	<-started
-	for i := 0; i < 100 && len(ch) == 0; i++ {
-		clk.Advance(3 * time.Second)
-		time.Sleep(2 * time.Millisecond)
-	}
+	// The first renewal, a third of the lease in, is the shard's only timer.
+	idemtest.Eventually(t, "the first renewal armed", func() bool { return clk.Timers() == 1 })
+	clk.Advance(3 * time.Second)
 	if r := idemtest.Recv(t, ch); !errors.Is(r.Err, idem.ErrLeaseLost) {
 		t.Fatalf("owner: %+v, want ErrLeaseLost", r)
 	}
@@ -178,10 +179,10 @@ func TestWithoutRenewal(t *testing.T) {
 	g := idemtest.NewGate()
 	hung := idemtest.GoDo(bg, rt, "k", g.Fn("late", nil), idem.WithLease(time.Second), idem.WithoutRenewal())
 	<-g.Started
-	for i := 0; i < 20; i++ {
-		clk.Advance(200 * time.Millisecond)
-		time.Sleep(time.Millisecond)
-	}
+	// The end of the lease is the shard's only timer; the call below queues
+	// behind it on the shard.
+	idemtest.Eventually(t, "the end of the lease armed", func() bool { return clk.Timers() == 1 })
+	clk.Advance(4 * time.Second)
 	v, err := idem.Do(bg, rt, "k", idemtest.Value("taken over"), idem.WithSettle(time.Hour))
 	if err != nil || v != "taken over" {
 		t.Fatalf("after the lease: %q %v", v, err)

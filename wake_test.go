@@ -53,10 +53,7 @@ func TestCrossInstanceLostWake(t *testing.T) {
 	if r := idemtest.Recv(t, owner); r.Err != nil {
 		t.Fatal(r.Err)
 	}
-	for i := 0; i < 100 && len(waiter) == 0; i++ {
-		clk.Advance(100 * time.Millisecond)
-		time.Sleep(2 * time.Millisecond)
-	}
+	stepUntilAnswered(t, clk, 100*time.Millisecond, waiter)
 	if r := idemtest.Recv(t, waiter); r.Err != nil || r.V != "from A" || r.Out != idem.Joined {
 		t.Fatalf("waiter on B: %+v", r)
 	}
@@ -87,7 +84,9 @@ func TestWakeDuringClaim(t *testing.T) {
 	if r := idemtest.Recv(t, owner); r.Err != nil {
 		t.Fatal(r.Err)
 	}
-	time.Sleep(20 * time.Millisecond) // B's shard handles the wake-up (phClaiming)
+	// A's Complete woke B through the store before A's call returned, so the
+	// wake-up is queued on B's shard ahead of the claim's answer let go here:
+	// the shard sees it while the claim is out.
 	close(h.claimGo)
 	select {
 	case r := <-waiter:
