@@ -248,9 +248,9 @@ func (p *page) summary(r *Report) string {
 	case len(r.Results) == 0:
 		parts = append([]string{"no results"}, parts...)
 	case r.OK:
-		parts = append([]string{"every key ran at most once and every target check ran"}, parts...)
+		parts = append([]string{"every key ran at most once and every call got its own key's result"}, parts...)
 	case len(p.Twice) == 0:
-		parts = append([]string{"a target check failed to run"}, parts...)
+		parts = append([]string{"a call got another key's result"}, parts...)
 	}
 	return strings.Join(parts, " · ")
 }
