@@ -306,7 +306,7 @@ func TestClassifier(t *testing.T) {
 	_, err := idem.Do(bg, rt, "a", value2("", errDeclined))
 	_, err2 := idem.Do(bg, rt, "a", idemtest.MustNotRun(t))
 	if !errors.Is(err, errDeclined) || !errors.Is(err2, errDeclined) {
-		t.Fatalf("Options.Permanent: %v, then %v", err, err2)
+		t.Fatalf("Options.Classifier: %v, then %v", err, err2)
 	}
 	_, err = idem.Do(bg, rt, "b", value2("", errDeclined), idem.WithClassifier(func(error) bool { return false }))
 	v, err2 := idem.Do(bg, rt, "b", idemtest.Value("ran again"))

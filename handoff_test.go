@@ -127,9 +127,9 @@ func TestLetGoDoesNotLockKeyForEarlierOwnersLease(t *testing.T) {
 	})
 }
 
-// heldExtend is a store (batched: no store.InProcess) that holds the answer
+// heldRenew is a store (batched: no store.InProcess) that holds the answer
 // of the next Renew, after the store applied it, until released.
-type heldExtend struct {
+type heldRenew struct {
 	store.Store
 	mu      sync.Mutex
 	hold    bool
@@ -137,7 +137,7 @@ type heldExtend struct {
 	release chan struct{}
 }
 
-func (h *heldExtend) Renew(ctx context.Context, key string, tok store.Token, lease time.Duration) error {
+func (h *heldRenew) Renew(ctx context.Context, key string, tok store.Token, lease time.Duration) error {
 	err := h.Store.Renew(ctx, key, tok, lease)
 	h.mu.Lock()
 	hold := h.hold
@@ -150,7 +150,7 @@ func (h *heldExtend) Renew(ctx context.Context, key string, tok store.Token, lea
 	return err
 }
 
-func (h *heldExtend) Subscribe(ctx context.Context, fn func(string)) (string, func(), error) {
+func (h *heldRenew) Subscribe(ctx context.Context, fn func(string)) (string, func(), error) {
 	return h.Store.(store.Waker).Subscribe(ctx, fn)
 }
 
@@ -159,7 +159,7 @@ func (h *heldExtend) Subscribe(ctx context.Context, fn func(string)) (string, fu
 // waiter's lease hard: it is let go when its own lease ends.
 func TestLateRenewalDoesNotRenewHardLease(t *testing.T) {
 	clk := idemtest.FakeClock()
-	h := &heldExtend{Store: memStore(clk), hold: true, applied: make(chan struct{}, 1), release: make(chan struct{})}
+	h := &heldRenew{Store: memStore(clk), hold: true, applied: make(chan struct{}, 1), release: make(chan struct{})}
 	rt := idemtest.Runtime(t, idem.Options{Store: h, Clock: clk})
 	settle := idem.WithSettle(time.Hour)
 	lease := idem.WithLease(3 * time.Second)

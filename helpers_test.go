@@ -49,7 +49,7 @@ func waitersAre(t testing.TB, rt *idem.Runtime, n int) {
 type faultStore struct {
 	store.Store
 	mu          sync.Mutex
-	extendErr   error
+	renewErr    error
 	completeErr error
 	claimGate   chan struct{}
 	batches     []int
@@ -70,7 +70,7 @@ func (f *faultStore) Claim(ctx context.Context, key string, req store.ClaimReque
 
 func (f *faultStore) Renew(ctx context.Context, key string, tok store.Token, lease time.Duration) error {
 	f.mu.Lock()
-	err := f.extendErr
+	err := f.renewErr
 	f.mu.Unlock()
 	if err != nil {
 		return err

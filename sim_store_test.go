@@ -228,7 +228,7 @@ func (s *simStore) Renew(ctx context.Context, key string, tok store.Token, lease
 	return s.op(ctx, key, store.OpRenew, func() error {
 		err := s.w.mem.Renew(ctx, key, tok, lease)
 		if err == nil {
-			s.w.noteExtend(tok, lease)
+			s.w.noteRenew(tok, lease)
 		}
 		return err
 	}, nil)
@@ -312,7 +312,7 @@ func (w *simWorld) noteClaim(r *simRT, key string, req store.ClaimRequest, res s
 	return tk
 }
 
-func (w *simWorld) noteExtend(tok store.Token, lease time.Duration) {
+func (w *simWorld) noteRenew(tok store.Token, lease time.Duration) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	tk := w.tokens[tok.Fence]

@@ -84,7 +84,7 @@ type simRT struct {
 	slot, inc int
 	name      string
 	rt        *idem.Runtime
-	lease     time.Duration // Options.LeaseTTL
+	lease     time.Duration // Options.Lease
 	settle    time.Duration // Options.Settle
 
 	// Guarded by simWorld.mu.

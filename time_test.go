@@ -16,7 +16,7 @@ import (
 // TTL), and how long an owner holds its key (the lease) when it renews it,
 // when it cannot, and when it runs without renewal.
 
-func TestResultTTL(t *testing.T) {
+func TestTTL(t *testing.T) {
 	for _, disable := range []bool{false, true} {
 		clk := idemtest.FakeClock()
 		rt := idemtest.Runtime(t, idem.Options{Clock: clk, DisableCache: disable})
@@ -98,7 +98,7 @@ func TestTakeoverAfterLease(t *testing.T) {
 func TestStaleOwnerRefused(t *testing.T) {
 	clk := idemtest.FakeClock()
 	mem := memStore(clk)
-	fs := &faultStore{Store: mem, extendErr: errors.New("connection refused")}
+	fs := &faultStore{Store: mem, renewErr: errors.New("connection refused")}
 	rtA := idemtest.Runtime(t, idem.Options{Store: fs, Clock: clk, Lease: 10 * time.Second})
 	rtB := idemtest.Runtime(t, idem.Options{Store: mem, Clock: clk})
 	g := idemtest.NewGate()
@@ -150,7 +150,7 @@ func TestLeaseRenewed(t *testing.T) {
 // ErrLeaseLost as its cause and the result is refused.
 func TestLeaseLostCancelsFunction(t *testing.T) {
 	clk := idemtest.FakeClock()
-	fs := &faultStore{Store: memStore(clk), extendErr: store.ErrLeaseLost}
+	fs := &faultStore{Store: memStore(clk), renewErr: store.ErrLeaseLost}
 	rt := idemtest.Runtime(t, idem.Options{Store: fs, Clock: clk, Lease: 9 * time.Second})
 	started := make(chan struct{})
 	ch := idemtest.GoDo(bg, rt, "k", func(ctx context.Context) (string, error) {

@@ -124,10 +124,10 @@ func goPlace(ctx context.Context, bus *cqrs.Bus, c PlaceOrder) <-chan answer {
 	return ch
 }
 
-// noExtend is a store whose lease renewals fail, as for an instance that
+// noRenew is a store whose lease renewals fail, as for an instance that
 // hangs or lost its store: its leases run out while its handler runs.
-type noExtend struct{ store.Store }
+type noRenew struct{ store.Store }
 
-func (noExtend) Renew(context.Context, string, store.Token, time.Duration) error {
+func (noRenew) Renew(context.Context, string, store.Token, time.Duration) error {
 	return errors.New("test: renewals refused")
 }

@@ -109,7 +109,7 @@ func TestRedisAcrossInstances(t *testing.T) {
 func TestRedisLockTTLTakeover(t *testing.T) {
 	rts := redisInstances(t, 2, func(i int, s store.Store) store.Store {
 		if i == 0 {
-			return noExtend{s}
+			return noRenew{s}
 		}
 		return s
 	})

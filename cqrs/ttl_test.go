@@ -70,7 +70,7 @@ func TestLockTTLTakeover(t *testing.T) {
 	clk := idemtest.FakeClock()
 	mem := memstore.New(memstore.Options{Clock: clk})
 	defer mem.Close()
-	rtA := idemtest.Runtime(t, idem.Options{Store: noExtend{mem}, Clock: clk})
+	rtA := idemtest.Runtime(t, idem.Options{Store: noRenew{mem}, Clock: clk})
 	rtB := idemtest.Runtime(t, idem.Options{Store: mem, Clock: clk})
 	const lockTTL = 30 * time.Second
 	oA, oB := newOrders(), newOrders()
