@@ -3,6 +3,7 @@ package memstore_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/idemrt/idem/store"
@@ -25,4 +26,52 @@ func ExampleNew() {
 	// claimed
 	// in-progress
 	// completed "done"
+}
+
+func ExampleStore_Inspect() {
+	ctx := context.Background()
+	s := memstore.New(memstore.Options{})
+	defer s.Close()
+
+	e, _ := s.Inspect(ctx, "k")
+	fmt.Println(e.State)
+	res, _ := s.Claim(ctx, "k", store.ClaimRequest{Owner: "worker-1", Lease: time.Minute, TTL: time.Hour})
+	e, _ = s.Inspect(ctx, "k")
+	fmt.Println(e.State, e.Token.Owner, e.LeaseLeft <= time.Minute)
+	_, _ = s.Complete(ctx, "k", res.Token, store.Record{Value: []byte(`"done"`)}, time.Hour)
+	e, _ = s.Inspect(ctx, "k")
+	fmt.Println(e.State, string(e.Record.Value))
+	// Output:
+	// absent
+	// in-progress worker-1 true
+	// completed "done"
+}
+
+func ExampleStore_Scan() {
+	ctx := context.Background()
+	s := memstore.New(memstore.Options{})
+	defer s.Close()
+	for _, key := range []string{"orders:1", "orders:2", "orders:3", "users:1"} {
+		_, _ = s.Claim(ctx, key, store.ClaimRequest{Owner: "worker-1", Lease: time.Minute, TTL: time.Hour})
+	}
+
+	// Page through the keys that start with "orders:", two at a time at
+	// most, until the cursor comes back empty.
+	var keys []string
+	cursor := ""
+	for {
+		page, next, err := s.Scan(ctx, "orders:", cursor, 2)
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		keys = append(keys, page...)
+		if next == "" {
+			break
+		}
+		cursor = next
+	}
+	slices.Sort(keys) // a scan's order is the store's own
+	fmt.Println(keys)
+	// Output: [orders:1 orders:2 orders:3]
 }
