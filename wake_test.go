@@ -22,15 +22,7 @@ func TestCrossInstanceWake(t *testing.T) {
 		mem := memStore(clk)
 		rtA := idemtest.Runtime(t, idem.Options{Store: wrap(mem), Clock: clk})
 		rtB := idemtest.Runtime(t, idem.Options{Store: wrap(mem), Clock: clk})
-		g := idemtest.NewGate()
-		owner := idemtest.GoDo(bg, rtA, "k", g.Fn("from A", nil))
-		<-g.Started
-		waiter := idemtest.GoDo(bg, rtB, "k", idemtest.MustNotRun(t))
-		waitersAre(t, rtB, 1)
-		close(g.Open)
-		if r := idemtest.Recv(t, owner); r.Err != nil {
-			t.Fatal(r.Err)
-		}
+		waiter := waitAcross(t, rtA, rtB)
 		r := idemtest.Recv(t, waiter)
 		if r.Err != nil || r.V != "from A" || r.Out != idem.Joined {
 			t.Fatalf("waiter on B: %+v", r)
@@ -44,6 +36,18 @@ func TestCrossInstanceLostWake(t *testing.T) {
 	mem := memStore(clk)
 	rtA := idemtest.Runtime(t, idem.Options{Store: mem, Clock: clk})
 	rtB := idemtest.Runtime(t, idem.Options{Store: deaf{mem}, Clock: clk})
+	waiter := waitAcross(t, rtA, rtB)
+	stepUntilAnswered(t, clk, 100*time.Millisecond, waiter)
+	if r := idemtest.Recv(t, waiter); r.Err != nil || r.V != "from A" || r.Out != idem.Joined {
+		t.Fatalf("waiter on B: %+v", r)
+	}
+}
+
+// waitAcross runs a call of "k" on rtA and parks a call of it on rtB while
+// A's function runs, then lets A's call finish (with "from A"); it returns
+// B's call.
+func waitAcross(t *testing.T, rtA, rtB *idem.Runtime) <-chan idemtest.Result {
+	t.Helper()
 	g := idemtest.NewGate()
 	owner := idemtest.GoDo(bg, rtA, "k", g.Fn("from A", nil))
 	<-g.Started
@@ -53,10 +57,7 @@ func TestCrossInstanceLostWake(t *testing.T) {
 	if r := idemtest.Recv(t, owner); r.Err != nil {
 		t.Fatal(r.Err)
 	}
-	stepUntilAnswered(t, clk, 100*time.Millisecond, waiter)
-	if r := idemtest.Recv(t, waiter); r.Err != nil || r.V != "from A" || r.Out != idem.Joined {
-		t.Fatalf("waiter on B: %+v", r)
-	}
+	return waiter
 }
 
 // deaf is a store that never wakes anyone.
@@ -93,7 +94,7 @@ func TestWakeDuringClaim(t *testing.T) {
 		if r.Err != nil || r.V != "from A" {
 			t.Fatalf("waiter: %+v", r)
 		}
-	case <-time.After(2 * time.Second):
+	case <-time.After(idemtest.Timeout): // the clock does not move: only the wake-up can answer it
 		clk.Advance(5 * time.Second) // let it go, for a clean exit
 		idemtest.Recv(t, waiter)
 		t.Fatal("waiter on B not woken although A settled: its wake-up was dropped")

@@ -66,10 +66,7 @@ func TestTransientStepRetried(t *testing.T) {
 func TestPermanentStepReplayed(t *testing.T) {
 	eachStore(t, func(t *testing.T, rt *idem.Runtime) {
 		c := newCounter()
-		f := checkout(t, c, func(_ context.Context, o Order) (Order, error) {
-			c.add("charge")
-			return o, idem.Permanent(errDeclined)
-		})
+		f := declining(t, c, idem.Permanent(errDeclined))
 		for _, key := range []string{"req-1", "req-1", "req-2"} {
 			_, err := f.Run(bg, rt, Order{Invoice: "inv-9"}, flows.RunOptions[Order]{IdempotencyKey: key})
 			if !errors.Is(err, errDeclined) || !idem.IsPermanent(err) {
@@ -85,10 +82,7 @@ func TestPermanentStepReplayed(t *testing.T) {
 func TestClassifier(t *testing.T) {
 	rt := idemtest.Runtime(t, idem.Options{})
 	c := newCounter()
-	f := checkout(t, c, func(_ context.Context, o Order) (Order, error) {
-		c.add("charge")
-		return o, errDeclined
-	})
+	f := declining(t, c, errDeclined)
 	opts := flows.RunOptions[Order]{Classifier: func(err error) bool { return errors.Is(err, errDeclined) }}
 	for range 2 {
 		if _, err := f.Run(bg, rt, Order{Invoice: "inv-c"}, opts); !errors.Is(err, errDeclined) {
@@ -105,15 +99,9 @@ func TestClassifier(t *testing.T) {
 // the step, with the original message (the error value itself cannot cross
 // processes: errors.Is works on it only where it was made).
 func TestPermanentErrorReplayedElsewhere(t *testing.T) {
-	st := memstore.New(memstore.Options{})
-	t.Cleanup(func() { st.Close() })
-	rt1 := idemtest.Runtime(t, idem.Options{Store: st})
-	rt2 := idemtest.Runtime(t, idem.Options{Store: st})
+	rt1, rt2 := instances(t)
 	c := newCounter()
-	f := checkout(t, c, func(_ context.Context, o Order) (Order, error) {
-		c.add("charge")
-		return o, idem.Permanent(errDeclined)
-	})
+	f := declining(t, c, idem.Permanent(errDeclined))
 	opts := flows.RunOptions[Order]{IdempotencyKey: "req-1"}
 	if _, err := f.Run(bg, rt1, Order{Invoice: "inv-p"}, opts); !errors.Is(err, errDeclined) {
 		t.Fatal(err)
@@ -135,15 +123,9 @@ func TestPermanentErrorReplayedElsewhere(t *testing.T) {
 // the run that made it, to a replay in this process, and to a replay on
 // another instance.
 func TestClassifiedPermanentIsPermanent(t *testing.T) {
-	st := memstore.New(memstore.Options{})
-	t.Cleanup(func() { st.Close() })
-	rt1 := idemtest.Runtime(t, idem.Options{Store: st})
-	rt2 := idemtest.Runtime(t, idem.Options{Store: st})
+	rt1, rt2 := instances(t)
 	c := newCounter()
-	f := checkout(t, c, func(_ context.Context, o Order) (Order, error) {
-		c.add("charge")
-		return o, errDeclined
-	})
+	f := declining(t, c, errDeclined)
 	opts := flows.RunOptions[Order]{IdempotencyKey: "req-c", Classifier: func(err error) bool { return errors.Is(err, errDeclined) }}
 	_, err1 := f.Run(bg, rt1, Order{Invoice: "inv-c"}, opts)
 	_, err2 := f.Run(bg, rt1, Order{Invoice: "inv-c"}, opts)
@@ -155,4 +137,21 @@ func TestClassifiedPermanentIsPermanent(t *testing.T) {
 		t.Fatalf("IsPermanent: first run %v, replay here %v, replay on another instance %v; the decline was stored as permanent",
 			idem.IsPermanent(err1), idem.IsPermanent(err2), idem.IsPermanent(err3))
 	}
+}
+
+// instances returns two runtimes that share an in-memory store but not
+// their caches, as two instances of a service do.
+func instances(t testing.TB) (*idem.Runtime, *idem.Runtime) {
+	st := memstore.New(memstore.Options{})
+	t.Cleanup(func() { st.Close() })
+	return idemtest.Runtime(t, idem.Options{Store: st}), idemtest.Runtime(t, idem.Options{Store: st})
+}
+
+// declining returns the checkout flow whose charge step counts its runs in
+// c and fails with err.
+func declining(t testing.TB, c *counter, err error) *flows.Flow[Order] {
+	return checkout(t, c, func(_ context.Context, o Order) (Order, error) {
+		c.add("charge")
+		return o, err
+	})
 }

@@ -1,12 +1,10 @@
 package httpidem_test
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"sync"
 	"testing"
 
@@ -43,14 +41,7 @@ func TestChiRouteContextKeptWhileHandlerRuns(t *testing.T) {
 	srv := httptest.NewServer(r)
 	defer srv.Close()
 
-	ctx, cancel := context.WithCancel(bg)
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+"/orders/first", strings.NewReader("x"))
-	req.Header.Set(httpidem.HeaderKey, "k-first")
-	gone := make(chan reply, 1)
-	go func() { gone <- send(srv, req) }()
-	<-started
-	cancel()
-	<-gone // the client has left; its handler goes on
+	leave(t, srv, "/orders/first", "k-first", func() { idemtest.Recv(t, started) })
 	// Other requests use chi's pooled route contexts meanwhile.
 	var wg sync.WaitGroup
 	for i := range 8 {

@@ -101,6 +101,25 @@ func send(srv *httptest.Server, req *http.Request) reply {
 	}
 }
 
+// leave sends a POST of "x" to path with key and cancels it once
+// handlerRunning has returned: the client leaves while its handler goes on.
+// It returns what the client got.
+func leave(t testing.TB, srv *httptest.Server, path, key string, handlerRunning func()) reply {
+	t.Helper()
+	ctx, cancel := context.WithCancel(bg)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+path, strings.NewReader("x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set(httpidem.HeaderKey, key)
+	gone := make(chan reply, 1)
+	go func() { gone <- send(srv, req) }()
+	handlerRunning()
+	cancel()
+	return idemtest.Recv(t, gone)
+}
+
 func post(t testing.TB, srv *httptest.Server, key, body string, hdr ...string) reply {
 	t.Helper()
 	r := call(t, srv, http.MethodPost, "/payments", key, body, hdr...)

@@ -63,11 +63,11 @@ func TestStorm(t *testing.T) {
 	expect(t, "later", post(t, srv, "storm-1", `{"amount":42}`), http.StatusCreated, true, first)
 }
 
-// With settle 0 (the default), the duplicates of a request in flight get
-// 409 at once; once it is done they get its response.
-func TestStormSettleZero(t *testing.T) {
+// With FailFast, the duplicates of a request in flight get 409 at once,
+// with Retry-After; once it is done they get its response.
+func TestFailFastStormGets409(t *testing.T) {
 	p := newPayments()
-	srv, _ := serve(t, httpidem.Options{}, p)
+	srv, _ := serve(t, httpidem.Options{FailFast: true}, p)
 	release := p.Hold()
 	defer release()
 	owner := make(chan reply, 1)
@@ -82,6 +82,9 @@ func TestStormSettleZero(t *testing.T) {
 	close(replies)
 	for r := range replies {
 		expectProblem(t, "duplicate in flight", r, http.StatusConflict)
+		if r.header.Get("Retry-After") != "1" {
+			t.Fatalf("409 with Retry-After %q, want 1", r.header.Get("Retry-After"))
+		}
 	}
 	release()
 	first := <-owner
@@ -403,14 +406,7 @@ func TestClientGoesAway(t *testing.T) {
 	srv, _ := serve(t, httpidem.Options{Runtime: rt, Settle: 10 * time.Second}, p)
 	release := p.Hold()
 	defer release()
-	ctx, cancel := context.WithCancel(bg)
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+"/payments", strings.NewReader("x"))
-	req.Header.Set(httpidem.HeaderKey, "k")
-	gone := make(chan reply, 1)
-	go func() { gone <- send(srv, req) }()
-	p.WaitStarted(t)
-	cancel()
-	if r := <-gone; r.err == nil {
+	if r := leave(t, srv, "/payments", "k", func() { p.WaitStarted(t) }); r.err == nil {
 		t.Fatalf("cancelled request: %+v", r)
 	}
 	release()

@@ -1,7 +1,6 @@
 package httpidem_test
 
 import (
-	"context"
 	"io"
 	"net/http"
 	"strings"
@@ -117,14 +116,7 @@ func TestPanicAfterClientLeftIsLogged(t *testing.T) {
 		w.WriteHeader(http.StatusCreated)
 	})
 	srv, _ := serve(t, httpidem.Options{Runtime: rt, Logger: logs.logger()}, h)
-	ctx, cancel := context.WithCancel(bg)
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+"/payments", strings.NewReader("x"))
-	req.Header.Set(httpidem.HeaderKey, "k")
-	gone := make(chan reply, 1)
-	go func() { gone <- send(srv, req) }()
-	<-started
-	cancel()
-	<-gone // the client has left; its handler goes on
+	leave(t, srv, "/payments", "k", func() { idemtest.Recv(t, started) })
 	panicking.Store(false)
 	close(gate)
 	// Once the retry runs, the panicked run is over.
