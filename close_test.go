@@ -160,7 +160,7 @@ func TestSecondCloseHonoursItsDeadline(t *testing.T) {
 		if !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("second Close: %v, want context.DeadlineExceeded", err)
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(idemtest.Timeout):
 		t.Fatal("the second Close ignored its deadline")
 	}
 	select {
@@ -168,7 +168,7 @@ func TestSecondCloseHonoursItsDeadline(t *testing.T) {
 		if err == nil {
 			t.Error("first Close: nil, but it stopped before the function it waited for returned")
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(idemtest.Timeout):
 		t.Fatal("the first Close did not return after the second gave up")
 	}
 	a.ret <- stepRet{v: "late"}
@@ -202,8 +202,8 @@ func TestForgetDuringForcedClose(t *testing.T) {
 		if !errors.Is(err, idem.ErrClosed) {
 			t.Fatalf("Forget: %v, want ErrClosed", err)
 		}
-	case <-time.After(2 * time.Second):
-		t.Fatal("Forget still waiting 2s after Close returned")
+	case <-time.After(idemtest.Timeout):
+		t.Fatalf("Forget still waiting %v after Close returned", idemtest.Timeout)
 	}
 }
 
