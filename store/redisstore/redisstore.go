@@ -22,6 +22,11 @@
 // still followed, and calls that Redis refused before running them
 // (TRYAGAIN, LOADING, ...) are sent again.
 //
+// It implements [store.Inspector] (one read-only script) and
+// [store.Scanner] (SCAN with a MATCH on the prefix, never KEYS; master by
+// master on a cluster): a record's Redis key holds its key, escaped, as the
+// hash tag (see [Store.RecordKey]).
+//
 // Waiters on other instances are woken by pub/sub: a claim that finds the key
 // in progress registers its instance in the record's waiter set, in the same
 // script; the finish script PUBLISHes to the inbox channel of each registered
@@ -35,8 +40,6 @@ package redisstore
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/base64"
 	"fmt"
 	"strings"
 	"sync"
@@ -64,10 +67,11 @@ type Options struct {
 
 // Store is the Redis store. Create it with [New].
 type Store struct {
-	c       redis.UniversalClient
-	prefix  string
-	scope   store.Scope
-	scoped  bool
+	c      redis.UniversalClient
+	prefix string
+	// scope is store.BuildKey's prefix of Options.Scope ("" without one):
+	// the stored key is scope + key.
+	scope   string
 	timeout time.Duration
 	inbox   string
 
@@ -97,7 +101,11 @@ func New(ctx context.Context, c redis.UniversalClient, opts Options) (*Store, er
 	if strings.ContainsAny(prefix, "{}") {
 		return nil, fmt.Errorf("%w: redisstore: KeyPrefix %q must not contain { or }", store.ErrInvalidArgument, prefix)
 	}
-	s := &Store{c: c, prefix: prefix, scope: opts.Scope, scoped: opts.Scope != (store.Scope{}),
+	scope := ""
+	if opts.Scope != (store.Scope{}) {
+		scope = store.BuildKey("", opts.Scope)
+	}
+	s := &Store{c: c, prefix: prefix, scope: scope,
 		timeout: opts.Timeout, inbox: prefix + "inbox:"}
 	if err := s.loadScripts(ctx); err != nil {
 		return nil, err
@@ -113,28 +121,6 @@ func (s *Store) loadScripts(ctx context.Context) error {
 		}
 	}
 	return nil
-}
-
-// RecordKey returns the Redis key of key's record hash: the prefix, then the
-// SHA-256 of the (scoped) key as a hash tag. Hashing keeps the tag short and
-// free of braces whatever the key holds.
-func (s *Store) RecordKey(key string) string {
-	if s.scoped {
-		key = store.BuildKey(key, s.scope)
-	}
-	sum := sha256.Sum256([]byte(key))
-	var b strings.Builder
-	b.Grow(len(s.prefix) + 45)
-	b.WriteString(s.prefix)
-	b.WriteByte('{')
-	b.WriteString(base64.RawURLEncoding.EncodeToString(sum[:]))
-	b.WriteByte('}')
-	return b.String()
-}
-
-func (s *Store) keys(key string) []string {
-	rk := s.RecordKey(key)
-	return []string{rk, rk + ":w"}
 }
 
 // Claim implements [store.Store].

@@ -4,7 +4,8 @@ import "github.com/redis/go-redis/v9"
 
 // The scripts share these conventions.
 //
-// A record is one hash, KEYS[1] = <prefix>{<digest>}, with the fields
+// A record is one hash, KEYS[1] = <prefix>{<name>} (see names.go), with the
+// fields
 //
 //	st   state: p (in progress), c (completed), f (permanent error), r (released)
 //	own  owner of the claim that holds or produced the record
@@ -14,7 +15,7 @@ import "github.com/redis/go-redis/v9"
 //	res  encoded value (c) or error message (f)
 //	ca   completion time, milliseconds by the Redis server clock (c/f)
 //
-// and KEYS[2] = <prefix>{<digest>}:w is the set of waiters from other
+// and KEYS[2] = <prefix>{<name>}:w is the set of waiters from other
 // instances, as "<instance>:<key>". A record in progress lives at least
 // max(lease, ttl), so its fence keeps increasing across takeovers; a
 // completed one lives ttl. Times come from TIME, never from a client. Every
@@ -175,10 +176,44 @@ return {1}
 
 var forgetScript = redis.NewScript(forgetSrc)
 
-var allScripts = []*redis.Script{claimScript, finishScript, renewScript, getScript, forgetScript}
+// inspectScript reads a record in any state, writing nothing. Replies
+//
+//	{0}                                            absent or released
+//	{1, fence, owner, lease left ms, fp}           in progress (lease left ≥ 0)
+//	{2, st, res, fp, fence, owner, ca, pttl, now}  completed
+//
+// A key that is not a hash is corrupt, as is a hash without a known state.
+const inspectSrc = luaNow + `
+local r = redis.pcall('HMGET', KEYS[1], 'st', 'own', 'fen', 'lu', 'fp', 'res', 'ca')
+if r.err then return {-1, 'not a hash: ' .. redis.call('TYPE', KEYS[1]).ok} end
+local st = r[1]
+if not st then
+  if redis.call('EXISTS', KEYS[1]) == 1 then return {-1, 'field st missing'} end
+  return {0}
+end
+if st == 'r' then return {0} end
+local fen = tonumber(r[3])
+if not fen then return {-1, 'field fen missing or not a number'} end
+if st == 'p' then
+  local lu = tonumber(r[4])
+  if not lu or not r[2] then return {-1, 'fields lu or own missing'} end
+  return {1, fen, r[2], math.max(lu - now, 0), r[5] or ''}
+end
+if st == 'c' or st == 'f' then
+  local ca = tonumber(r[7])
+  if not ca or not r[6] then return {-1, 'fields ca or res missing'} end
+  return {2, st, r[6], r[5] or '', fen, r[2] or '', ca, redis.call('PTTL', KEYS[1]), now}
+end
+return {-1, 'field st has an unknown state'}
+`
+
+var inspectScript = redis.NewScript(inspectSrc)
+
+var allScripts = []*redis.Script{claimScript, finishScript, renewScript, getScript, forgetScript, inspectScript}
 
 // ScriptSource returns the Lua source of one of the store's scripts:
-// "claim", "finish", "renew", "get" or "forget" ("" for another name).
+// "claim", "finish", "renew", "get", "forget" or "inspect" ("" for another
+// name).
 // Tools that drive the scripts themselves (the benchmark harness runs
 // redis-benchmark on the claim script) use it.
 func ScriptSource(name string) string {
@@ -193,6 +228,8 @@ func ScriptSource(name string) string {
 		return getSrc
 	case "forget":
 		return forgetSrc
+	case "inspect":
+		return inspectSrc
 	}
 	return ""
 }
