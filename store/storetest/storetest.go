@@ -6,7 +6,10 @@
 // cases that existing idempotency libraries got wrong (fingerprints lost on a
 // path, stale owners overwriting results, leases expiring early, zero TTLs
 // taken as "no expiry"), and random operation sequences against a small
-// reference model.
+// reference model. Stores that implement [store.Inspector] and
+// [store.Scanner] are checked against them too: Inspect in every state of a
+// key, Scan of prefixes made of glob characters, escapes and braces, over
+// pages of any size, while keys come and go.
 package storetest
 
 import (
@@ -76,6 +79,12 @@ func Run(t *testing.T, h Harness) {
 	t.Run("ConcurrentClaims", s.concurrentClaims)
 	t.Run("Batch", s.batch)
 	t.Run("Waker", s.waker)
+	t.Run("InspectStates", s.inspectStates)
+	t.Run("InspectExpiry", s.inspectExpiry)
+	t.Run("InspectOddKeys", s.inspectOddKeys)
+	t.Run("ScanEmpty", s.scanEmpty)
+	t.Run("ScanPrefixes", s.scanPrefixes)
+	t.Run("ScanChanges", s.scanChanges)
 	t.Run("Random", s.random)
 }
 
