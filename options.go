@@ -8,6 +8,7 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/idemrt/idem/actors"
 	"github.com/idemrt/idem/clock"
 	"github.com/idemrt/idem/store"
 )
@@ -49,6 +50,19 @@ type Options struct {
 	// is running, unless the call says otherwise (WithSettle).
 	// Default: 30s.
 	Settle time.Duration
+
+	// PollInterval is the longest wait between two checks of a key that
+	// another instance holds, when the store cannot wake waiters (it does
+	// not implement store.Waker: a store of your own, say). The first check
+	// comes sooner (after 10ms, or PollInterval if that is shorter), and
+	// the waits double up to PollInterval; none goes past the end of the
+	// holder's lease. A waiter thus learns that the key settled at most
+	// about PollInterval after it did. Lower it for quicker answers, raise
+	// it for fewer store reads. Stores that wake waiters (memstore,
+	// redisstore) do not poll: they keep only a slower safety-net timer in
+	// case a wake-up is lost.
+	// Default: 100ms.
+	PollInterval time.Duration
 
 	// MaxPending bounds the calls pending in one shard (waiting or running);
 	// past it, calls fail at once with ErrOverloaded.
@@ -133,7 +147,7 @@ func (o *Options) validate() error {
 	for _, d := range []struct {
 		name string
 		v    time.Duration
-	}{{"Lease", o.Lease}, {"TTL", o.TTL}, {"Settle", o.Settle}, {"StoreTimeout", o.StoreTimeout}} {
+	}{{"Lease", o.Lease}, {"TTL", o.TTL}, {"Settle", o.Settle}, {"StoreTimeout", o.StoreTimeout}, {"PollInterval", o.PollInterval}} {
 		if d.v < 0 {
 			return bad("%s is %v; it must not be negative (zero means the default)", d.name, d.v)
 		}
@@ -171,6 +185,9 @@ func (o *Options) fillDefaults() {
 	}
 	if o.Settle == 0 {
 		o.Settle = 30 * time.Second
+	}
+	if o.PollInterval == 0 {
+		o.PollInterval = actors.DefaultPollInterval
 	}
 	if o.MaxPending == 0 {
 		o.MaxPending = 10000

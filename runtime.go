@@ -23,6 +23,7 @@ type Runtime struct {
 	set      *actors.Set
 	closed   atomic.Bool
 	ownStore *memstore.Store
+	store    store.Store // the store in use: Options.Store, or ownStore
 	defaults callOptions
 
 	observing       bool // an Observer or a tracer is set
@@ -42,6 +43,7 @@ func New(opts Options) (*Runtime, error) {
 		rt.ownStore = memstore.New(memstore.Options{Clock: o.Clock})
 		o.Store = rt.ownStore
 	}
+	rt.store = o.Store
 	perShard := 0
 	if !o.DisableCache {
 		// Rounded up without (a+b-1)/b, which overflows near math.MaxInt
@@ -59,6 +61,7 @@ func New(opts Options) (*Runtime, error) {
 		MaxPending:   o.MaxPending,
 		MaxBatch:     o.MaxBatch,
 		StoreTimeout: o.StoreTimeout,
+		PollInterval: o.PollInterval,
 		OnBatch:      batchObserver(o.Observer),
 	})
 	if err != nil {

@@ -139,14 +139,25 @@ func (s *Shard) scheduleRenew(e *entry, from time.Time) {
 	s.rearm()
 }
 
+// DefaultPollInterval is the longest wait between two re-claims of a key
+// held elsewhere when the store cannot wake waiters and Config.PollInterval
+// is zero.
+const DefaultPollInterval = 100 * time.Millisecond
+
 // scheduleReclaim arms the fallback re-claim of a key held elsewhere: when
 // the holder's lease ends, or sooner on a doubling backoff, in case its
 // wake-up is lost.
 //
 // With a store that wakes waiters the timer is only a safety net and starts
-// slower; without one it is the only way to learn of the settle.
+// slower; without one it is the only way to learn of the settle: the first
+// re-claim comes after 10ms (or PollInterval, if shorter), and the waits
+// double up to PollInterval.
 func (s *Shard) scheduleReclaim(e *entry) {
-	first, most := 10*time.Millisecond, time.Second
+	most := s.cfg.PollInterval
+	if most <= 0 {
+		most = DefaultPollInterval
+	}
+	first := min(10*time.Millisecond, most)
 	if s.cfg.wakerID != "" {
 		first, most = 200*time.Millisecond, 2*time.Second
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -18,6 +19,7 @@ import (
 // runs them. Keys map to shards with [keyshard.Index].
 type Set struct {
 	sys      *actorSystem
+	instance string // the prefix of every claim owner of this set
 	shards   []*Shard
 	cfg      *Config
 	started  atomic.Bool
@@ -54,7 +56,7 @@ func NewSet(ctx context.Context, n int, cfg Config) (*Set, error) {
 	}
 	var seq atomic.Uint64
 	cfg.newOwner = func() string { return instance + "-" + strconv.FormatUint(seq.Add(1), 36) }
-	set := &Set{cfg: &cfg, done: make(chan struct{}), force: make(chan struct{})}
+	set := &Set{cfg: &cfg, instance: instance, done: make(chan struct{}), force: make(chan struct{})}
 	if observe := cfg.OnBatch; observe != nil {
 		// A batch still out after a Close that gave up on its deadline
 		// ends on its own; its observer call is dropped once Close is done.
@@ -91,6 +93,14 @@ func instanceID() (string, error) {
 		return "", err
 	}
 	return hex.EncodeToString(b[:]), nil
+}
+
+// Owns reports whether owner, the owner of a claim as a store reports it,
+// is one of this set's claims: every owner the set makes starts with its
+// random instance id.
+func (set *Set) Owns(owner string) bool {
+	rest, ok := strings.CutPrefix(owner, set.instance)
+	return ok && strings.HasPrefix(rest, "-")
 }
 
 // route delivers a store wake-up to the shard of key, or to every shard.

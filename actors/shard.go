@@ -26,6 +26,10 @@ type Config struct {
 	MaxPending   int          // per shard; 0: no limit
 	MaxBatch     int          // most operations in one store batch; 0: no limit
 	StoreTimeout time.Duration
+	// PollInterval is the longest wait between two re-claims of a key held
+	// by another instance when the store cannot wake waiters (no
+	// store.Waker); 0 means DefaultPollInterval.
+	PollInterval time.Duration
 	// newOwner returns a claim owner string unique across processes.
 	newOwner func() string
 	// wakerID is this instance's id for store wake-ups ("" when the store
@@ -179,6 +183,14 @@ func (s *Shard) Forget(ctx context.Context, key string) error {
 		return ctx.Err()
 	case <-s.done:
 		return store.ErrClosed
+	}
+}
+
+// Evict drops key's record from the LRU, if it holds one. It is safe for
+// concurrent use.
+func (s *Shard) Evict(key string) {
+	if s.cache != nil {
+		s.cache.Remove(key)
 	}
 }
 
