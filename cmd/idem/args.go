@@ -1,0 +1,170 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"slices"
+	"time"
+)
+
+// config is a parsed command line.
+type config struct {
+	redisURL    string
+	cluster     string
+	storePrefix string
+	timeout     time.Duration
+
+	namespace, version string
+	scoped             bool // -namespace or -version given
+	allVersions        bool
+	keyPrefix          string
+	redisKey           bool
+
+	json   bool
+	dryRun bool
+	yes    bool
+	page   int
+
+	cmd  string
+	args []string
+}
+
+const usageText = `idem reads and cleans up idem's records in Redis or Redis Cluster.
+
+Usage:
+  idem [flags] get KEY     the stored result: the value (text, or base64 when
+                           not printable UTF-8), or the permanent error
+  idem [flags] state KEY   absent, in progress (lease left, owner), completed
+                           or failed, with times and fingerprint
+  idem [flags] forget KEY  delete the key's result (refused while in progress)
+  idem [flags] clear       delete the results of the scope: -dry-run lists
+                           them, -yes deletes them; keys in progress are skipped
+  idem [flags] stats       the scope's records by state, value sizes, TTL left
+
+Flags go before or after the command; put -- before a KEY that starts with -.
+
+Connection:
+  -redis URL         one Redis server: redis://[user:password@]host:port/db,
+                     rediss:// for TLS (default redis://127.0.0.1:6379/0)
+  -cluster NODES     a Redis Cluster instead: host:port,host:port,... or
+                     redis://[user:password@]host:port?addr=host:port&addr=...
+  -store-prefix P    the store's KeyPrefix (redisstore.Options) (default "idem:")
+  -timeout D         bound on reaching Redis and on each request (default 5s)
+
+Keys:
+  -namespace NS      with -version: KEY is scoped as store.BuildKey(KEY, scope)
+  -version V         and clear/stats cover that scope only; without either,
+                     KEY is the key as the store holds it (for example
+                     ff:idemp:tenant-a:v1:order-1) and clear/stats cover
+                     every key of the store prefix
+  -all-versions      clear/stats: every version of -namespace
+  -key-prefix P      clear/stats: only keys starting with P (within the scope)
+  -redis-key         KEY is a Redis key name as redis-cli lists it,
+                     such as idem:{ff:idemp:tenant-a:v1:order-1}
+
+Output and clear:
+  -json              JSON on stdout instead of text
+  -dry-run           clear: list what would be deleted, delete nothing
+  -yes               clear: delete (required unless -dry-run)
+  -page N            clear/stats: keys per SCAN page (default 500)
+
+Exit codes: 0 done; 1 Redis unreachable or failing; 2 bad usage;
+3 no idem record for the key (absent, or a Redis key that is not idem's);
+4 the key is in progress (get has no result yet, forget refused).
+`
+
+// usageError is a bad command line: exit code 2.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error {
+	return &usageError{msg: fmt.Sprintf(format, args...)}
+}
+
+// errHelp asks for the usage text on stdout.
+var errHelp = errors.New("help")
+
+// parseArgs parses a command line (without the program name).
+func parseArgs(args []string) (*config, error) {
+	cfg := &config{}
+	fs := flag.NewFlagSet("idem", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&cfg.redisURL, "redis", "redis://127.0.0.1:6379/0", "")
+	fs.StringVar(&cfg.cluster, "cluster", "", "")
+	fs.StringVar(&cfg.storePrefix, "store-prefix", "idem:", "")
+	fs.DurationVar(&cfg.timeout, "timeout", 5*time.Second, "")
+	fs.StringVar(&cfg.namespace, "namespace", "", "")
+	fs.StringVar(&cfg.version, "version", "", "")
+	fs.BoolVar(&cfg.allVersions, "all-versions", false, "")
+	fs.StringVar(&cfg.keyPrefix, "key-prefix", "", "")
+	fs.BoolVar(&cfg.redisKey, "redis-key", false, "")
+	fs.BoolVar(&cfg.json, "json", false, "")
+	fs.BoolVar(&cfg.dryRun, "dry-run", false, "")
+	fs.BoolVar(&cfg.yes, "yes", false, "")
+	fs.IntVar(&cfg.page, "page", 500, "")
+
+	// The flag package stops at the first argument that is not a flag:
+	// take it, and parse the rest again, so flags may follow the command.
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, errHelp
+			}
+			return nil, usagef("%v", err)
+		}
+		rest := fs.Args()
+		if n := len(args) - len(rest); n > 0 && args[n-1] == "--" {
+			pos = append(pos, rest...)
+			break
+		}
+		if len(rest) == 0 {
+			break
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	cfg.scoped = set["namespace"] || set["version"]
+	if len(pos) == 0 {
+		return nil, usagef("no command: want get, state, forget, clear or stats")
+	}
+	cfg.cmd, cfg.args = pos[0], pos[1:]
+	return cfg, cfg.check(set)
+}
+
+// check rejects flags and arguments that do not fit the command.
+func (cfg *config) check(set map[string]bool) error {
+	keyCmd := slices.Contains([]string{"get", "state", "forget"}, cfg.cmd)
+	switch {
+	case !keyCmd && cfg.cmd != "clear" && cfg.cmd != "stats":
+		return usagef("unknown command %q: want get, state, forget, clear or stats", cfg.cmd)
+	case keyCmd && len(cfg.args) != 1:
+		return usagef("%s takes one KEY, got %d arguments", cfg.cmd, len(cfg.args))
+	case !keyCmd && len(cfg.args) != 0:
+		return usagef("%s takes no arguments, got %q", cfg.cmd, cfg.args)
+	case set["redis"] && set["cluster"]:
+		return usagef("-redis and -cluster are both set; give one")
+	case cfg.timeout <= 0:
+		return usagef("-timeout %v must be positive", cfg.timeout)
+	case cfg.page <= 0:
+		return usagef("-page %d must be positive", cfg.page)
+	case cfg.cmd != "clear" && (cfg.dryRun || cfg.yes):
+		return usagef("-dry-run and -yes apply to clear only")
+	case cfg.cmd == "clear" && cfg.dryRun == cfg.yes:
+		return usagef("clear deletes records: pass -dry-run to list what would go, or -yes to delete it")
+	case keyCmd && (cfg.allVersions || set["key-prefix"]):
+		return usagef("-all-versions and -key-prefix apply to clear and stats only")
+	case !keyCmd && cfg.redisKey:
+		return usagef("-redis-key applies to get, state and forget only")
+	case cfg.redisKey && cfg.scoped:
+		return usagef("-redis-key names the record itself: it takes no -namespace or -version")
+	case cfg.allVersions && (!set["namespace"] || set["version"] || set["key-prefix"]):
+		return usagef("-all-versions needs -namespace, and takes no -version or -key-prefix")
+	}
+	return nil
+}

@@ -1,0 +1,278 @@
+package main
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/idemrt/idem/store"
+	"github.com/idemrt/idem/store/redisstore"
+)
+
+// keyReport is what get, state and forget tell about a key, as JSON.
+type keyReport struct {
+	Key      string `json:"key"`
+	RedisKey string `json:"redis_key"`
+	// State is absent, in-progress, completed or failed.
+	State       string     `json:"state"`
+	Owner       string     `json:"owner,omitempty"`
+	Fence       uint64     `json:"fence,omitempty"`
+	LeaseLeftMs *int64     `json:"lease_left_ms,omitempty"`
+	LeaseEndsAt *time.Time `json:"lease_ends_at,omitempty"`
+	Fingerprint string     `json:"fingerprint,omitempty"` // hex
+	CreatedAt   *time.Time `json:"created_at,omitempty"`
+	ExpiresAt   *time.Time `json:"expires_at,omitempty"`
+	TTLLeftMs   *int64     `json:"ttl_left_ms,omitempty"`
+	ValueBytes  *int       `json:"value_bytes,omitempty"`
+	// Value is the value as text when it is printable UTF-8, else
+	// ValueBase64 holds it (get only).
+	Value       *string `json:"value,omitempty"`
+	ValueBase64 *string `json:"value_base64,omitempty"`
+	// Error is the stored permanent error's text (failed).
+	Error     string `json:"error,omitempty"`
+	Forgotten bool   `json:"forgotten,omitempty"`
+}
+
+// resolve turns a KEY argument into the key the store holds.
+func (c *conn) resolve(cfg *config, arg string) (string, error) {
+	key := arg
+	switch {
+	case cfg.redisKey:
+		k, ok := c.store.KeyOf(arg)
+		if !ok {
+			return "", &exitError{exitNoRecord, fmt.Sprintf(
+				"Redis key %q is not an idem record: idem's records are named %s{<key>} (see -store-prefix)", arg, cfg.storePrefix)}
+		}
+		key = k
+	case cfg.scoped:
+		key = store.BuildKey(arg, store.Scope{Namespace: cfg.namespace, Version: cfg.version})
+	}
+	if err := store.ValidateKey(key); err != nil {
+		return "", usagef("%v", err)
+	}
+	return key, nil
+}
+
+// inspect reads a key's entry; a Redis key that is not an idem record is
+// exit code 3.
+func (c *conn) inspect(ctx context.Context, key string) (store.Entry, error) {
+	e, err := c.store.Inspect(ctx, key)
+	var ce *redisstore.CorruptError
+	switch {
+	case errors.As(err, &ce):
+		return e, &exitError{exitNoRecord, fmt.Sprintf("Redis key %s (key %q) is not an idem record: %s", ce.RedisKey, key, ce.Reason)}
+	case err != nil:
+		return e, c.failed(err)
+	}
+	return e, nil
+}
+
+// lookup resolves and inspects a KEY argument.
+func (c *conn) lookup(ctx context.Context, cfg *config) (keyReport, store.Entry, error) {
+	key, err := c.resolve(cfg, cfg.args[0])
+	if err != nil {
+		return keyReport{}, store.Entry{}, err
+	}
+	e, err := c.inspect(ctx, key)
+	if err != nil {
+		return keyReport{}, e, err
+	}
+	return newKeyReport(key, c.store.RecordKey(key), e, time.Now()), e, nil
+}
+
+func newKeyReport(key, redisKey string, e store.Entry, now time.Time) keyReport {
+	r := keyReport{Key: key, RedisKey: redisKey, State: stateName(e)}
+	switch e.State {
+	case store.Held:
+		left, ends := e.LeaseLeft.Milliseconds(), now.Add(e.LeaseLeft).UTC()
+		r.Owner, r.Fence, r.LeaseLeftMs, r.LeaseEndsAt = e.Token.Owner, e.Token.Fence, &left, &ends
+		r.Fingerprint = hex.EncodeToString(e.Fingerprint)
+	case store.Done:
+		rec := e.Record
+		created, expires := rec.CreatedAt.UTC(), rec.ExpiresAt.UTC()
+		ttl := max(rec.ExpiresAt.Sub(now), 0).Milliseconds()
+		r.Owner, r.Fence, r.CreatedAt, r.ExpiresAt, r.TTLLeftMs = rec.Token.Owner, rec.Token.Fence, &created, &expires, &ttl
+		r.Fingerprint = hex.EncodeToString(rec.Fingerprint)
+		if rec.Failed {
+			r.Error = rec.Error
+		} else {
+			n := len(rec.Value)
+			r.ValueBytes = &n
+		}
+	}
+	return r
+}
+
+// stateName names an entry's state: absent, in-progress, completed or
+// failed (a permanent error).
+func stateName(e store.Entry) string {
+	if e.State == store.Done && e.Record.Failed {
+		return "failed"
+	}
+	return e.State.String()
+}
+
+func noRecord(r keyReport) error {
+	return &exitError{exitNoRecord, fmt.Sprintf(
+		"no idem record for key %q (Redis key %s): never stored, expired, forgotten or released; "+
+			"if the service scopes its keys, pass -namespace and -version", r.Key, r.RedisKey)}
+}
+
+func inProgress(r keyReport, what string) error {
+	return &exitError{exitInProgress, fmt.Sprintf("key %q is in progress (owner %s, lease left %v): %s",
+		r.Key, r.Owner, time.Duration(*r.LeaseLeftMs)*time.Millisecond, what)}
+}
+
+// cmdGet prints the stored result of a key: its value, or its permanent
+// error.
+func cmdGet(ctx context.Context, c *conn, cfg *config, out *printer) error {
+	r, e, err := c.lookup(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	if e.State == store.Done && !e.Record.Failed {
+		if v := e.Record.Value; printable(v) {
+			s := string(v)
+			r.Value = &s
+		} else {
+			s := base64.StdEncoding.EncodeToString(v)
+			r.ValueBase64 = &s
+		}
+	}
+	if out.json {
+		out.encode(r)
+	}
+	switch {
+	case e.State == store.Absent:
+		return noRecord(r)
+	case e.State == store.Held:
+		return inProgress(r, "no result yet")
+	case out.json:
+	case r.Error != "":
+		out.printf("permanent error: %s\n", r.Error)
+	case r.Value != nil:
+		out.printf("%s\n", *r.Value)
+	default:
+		out.printf("%s\n", *r.ValueBase64)
+		out.notef("the value (%s) is not printable UTF-8: shown as base64", bytesText(*r.ValueBytes))
+	}
+	return nil
+}
+
+// cmdState prints a key's state, without its value.
+func cmdState(ctx context.Context, c *conn, cfg *config, out *printer) error {
+	r, _, err := c.lookup(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	if out.json {
+		out.encode(r)
+		return nil
+	}
+	printKey(out, r)
+	return nil
+}
+
+func printKey(out *printer, r keyReport) {
+	out.field("key", "%s", r.Key)
+	out.field("redis key", "%s", r.RedisKey)
+	out.field("state", "%s", r.State)
+	if r.State == "absent" {
+		return
+	}
+	out.field("owner", "%s", r.Owner)
+	out.field("fence", "%d", r.Fence)
+	if r.LeaseLeftMs != nil {
+		left := time.Duration(*r.LeaseLeftMs) * time.Millisecond
+		note := ""
+		if left == 0 {
+			note = ": the next claim takes the key over"
+		}
+		out.field("lease left", "%v (ends %s)%s", left, stamp(*r.LeaseEndsAt), note)
+	}
+	if r.CreatedAt != nil {
+		out.field("created", "%s", stamp(*r.CreatedAt))
+		out.field("expires", "%s (in %v)", stamp(*r.ExpiresAt), roundDuration(time.Duration(*r.TTLLeftMs)*time.Millisecond))
+	}
+	if r.ValueBytes != nil {
+		out.field("value", "%s", bytesText(*r.ValueBytes))
+	}
+	if r.State == "failed" {
+		out.field("error", "%s", r.Error)
+	}
+	fp := r.Fingerprint
+	if fp == "" {
+		fp = "(none)"
+	}
+	out.field("fingerprint", "%s", fp)
+}
+
+// cmdForget deletes a key's result. A key in progress is refused (by the
+// store itself, if it was claimed after the check).
+func cmdForget(ctx context.Context, c *conn, cfg *config, out *printer) error {
+	r, e, err := c.lookup(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	switch e.State {
+	case store.Absent:
+		return noRecord(r)
+	case store.Held:
+		return inProgress(r, "not forgotten (forget it once it settles)")
+	}
+	err = c.store.Forget(ctx, r.Key)
+	if errors.Is(err, store.ErrInProgress) {
+		return &exitError{exitInProgress, fmt.Sprintf("key %q was claimed again meanwhile: not forgotten", r.Key)}
+	}
+	if err != nil {
+		return c.failed(err)
+	}
+	r.Forgotten = true
+	if out.json {
+		out.encode(r)
+	} else {
+		out.printf("forgot %s (%s)\n", r.Key, r.State)
+	}
+	return nil
+}
+
+// printable reports whether v is UTF-8 text without control characters
+// other than newlines and tabs.
+func printable(v []byte) bool {
+	if !utf8.Valid(v) {
+		return false
+	}
+	for _, r := range string(v) {
+		if !unicode.IsPrint(r) && r != '\n' && r != '\t' && r != '\r' {
+			return false
+		}
+	}
+	return true
+}
+
+func stamp(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
+
+// roundDuration keeps a duration readable: milliseconds under a minute,
+// seconds above.
+func roundDuration(d time.Duration) time.Duration {
+	if d < time.Minute {
+		return d.Round(time.Millisecond)
+	}
+	return d.Round(time.Second)
+}
+
+// bytesText writes a size in B, KiB or MiB.
+func bytesText(n int) string {
+	switch {
+	case n < 1024:
+		return fmt.Sprintf("%d B", n)
+	case n < 1024*1024:
+		return fmt.Sprintf("%.1f KiB", float64(n)/1024)
+	}
+	return fmt.Sprintf("%.1f MiB", float64(n)/(1024*1024))
+}
