@@ -215,7 +215,7 @@ func result[T any](key string, fp []byte, codec Codec, hit *actors.Cached) (T, e
 		if hit.Err != nil {
 			return zero, hit.Err
 		}
-		return zero, &ReplayedError{Key: key, Message: rec.Error}
+		return zero, replayedError(key, rec.Error)
 	}
 	if hit.Value != nil {
 		if v, ok := hit.Value.(T); ok {

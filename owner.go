@@ -176,5 +176,5 @@ func (o *owner[T]) completeHere(f *actors.Finish) {
 }
 
 func failedRecord(err error, fp []byte) store.Record {
-	return store.Record{Failed: true, Error: err.Error(), Fingerprint: fp}
+	return store.Record{Failed: true, Error: storedError(err), Fingerprint: fp}
 }

@@ -1,0 +1,91 @@
+package idem
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+)
+
+// The stored text of a permanent error: every error comes back as the
+// message, code and own message it was stored with, and text that does
+// not follow the form is all message.
+
+var (
+	errInternalCoded = errors.New("coded")
+	_                = mustRegister(RegisterError("internal_coded", errInternalCoded))
+)
+
+func mustRegister(err error) bool {
+	if err != nil {
+		panic(err)
+	}
+	return true
+}
+
+func TestStoredErrorRoundTrip(t *testing.T) {
+	for _, c := range []struct {
+		err          error
+		code, detail string
+	}{
+		{errors.New("plain"), "", ""},
+		{errors.New(""), "", ""},
+		{errors.New("[idem:looks] like a code"), "", ""},
+		{errors.New("[idem:"), "", ""},
+		{errInternalCoded, "internal_coded", "coded"},
+		{fmt.Errorf("wrapped: %w", errInternalCoded), "internal_coded", "wrapped: coded"},
+		{fmt.Errorf("[idem:x] \"q\"\n%w", errInternalCoded), "internal_coded", "[idem:x] \"q\"\ncoded"},
+	} {
+		stored := storedError(c.err)
+		msg, code, detail := parseStoredError(stored)
+		if msg != c.err.Error() || code != c.code || detail != c.detail {
+			t.Errorf("%q stored as %q: read back %q, %q, %q", c.err, stored, msg, code, detail)
+		}
+	}
+}
+
+// A registered error of a type keeps its own message apart when it is
+// wrapped, for its decoder.
+type internalTypedError struct{ n int }
+
+func (e *internalTypedError) Error() string { return fmt.Sprintf("typed %d", e.n) }
+
+var _ = mustRegister(RegisterErrorType("internal_typed", func(msg string) *internalTypedError {
+	var e internalTypedError
+	if _, err := fmt.Sscanf(msg, "typed %d", &e.n); err != nil {
+		return nil
+	}
+	return &e
+}))
+
+func TestStoredErrorOwnMessage(t *testing.T) {
+	err := fmt.Errorf("charge: %w", &internalTypedError{n: 7})
+	stored := storedError(err)
+	if want := `[idem:internal_typed "typed 7"] charge: typed 7`; stored != want {
+		t.Fatalf("stored as %q, want %q", stored, want)
+	}
+	re := replayedError("k", stored)
+	var te *internalTypedError
+	if !errors.As(re, &te) || te.n != 7 || re.Error() != "charge: typed 7" {
+		t.Fatalf("replayed %#v", re)
+	}
+	// A decoder that cannot read the message gives nothing to match.
+	if re := replayedError("k", `[idem:internal_typed] garbled`); re.Unwrap() != nil || re.Message != "garbled" {
+		t.Fatalf("garbled: %#v, unwraps to %v", re, re.Unwrap())
+	}
+}
+
+func TestParseStoredErrorMalformed(t *testing.T) {
+	for _, s := range []string{
+		"[idem:code",           // no end
+		"[idem:code]no space",  // no space after ]
+		`[idem:code "x] msg`,   // an unterminated quote
+		`[idem:code "x"]msg`,   // no space after ]
+		`[idem: "x"] msg`,      // an own message without a code
+		`[idem:code "x" y] m`,  // more after the quote
+		"[idem:code\"x\"] msg", // no space before the quote
+	} {
+		if msg, code, detail := parseStoredError(s); msg != s || code != "" || detail != "" {
+			t.Errorf("%q read as %q, %q, %q; want it all message", s, msg, code, detail)
+		}
+	}
+}
