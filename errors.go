@@ -28,6 +28,13 @@ var (
 	ErrInvalidKey = store.ErrInvalidKey
 	// ErrInvalidArgument: a bad option value, a nil function or a nil runtime.
 	ErrInvalidArgument = store.ErrInvalidArgument
+	// ErrNotFound: [Get] found no result for the key: it never ran, or was
+	// forgotten or released, or its result expired. (With a store that is
+	// no store.Inspector, a key in progress too.)
+	ErrNotFound = store.ErrNotFound
+	// ErrInProgress: [Get] found the key held by a run, here or in another
+	// instance: it has no result yet.
+	ErrInProgress = store.ErrInProgress
 	// ErrStoreUnavailable: the store failed (down, slow, restarting). The
 	// error is a [*StoreError] wrapping the cause. Nothing is reported done
 	// that the store did not acknowledge.
@@ -54,7 +61,7 @@ func (e *ConflictError) Is(target error) bool { return target == ErrConflict }
 // StoreError is the [ErrStoreUnavailable] of one store operation.
 type StoreError struct {
 	Key string
-	Op  string // claim, complete, release, renew, get or forget
+	Op  string // claim, complete, release, renew, get, forget, inspect or scan
 	Err error  // the store's error
 }
 

@@ -1,0 +1,215 @@
+package idem
+
+// Reading what the runtime holds for a key, without running anything: the
+// result (Get) and the key's state (Runtime.State).
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/idemrt/idem/actors"
+	"github.com/idemrt/idem/store"
+)
+
+// Get returns the stored result of key, decoded as T, without running
+// anything and without claiming the key: what [Do] would replay. When the
+// result is a permanent error, Get returns that error as Do would (the
+// original in the owner's process while it is cached, else a
+// [*ReplayedError]).
+//
+// Get reads this runtime's cache first, then the store. When there is no
+// result it returns an error matching [ErrNotFound] (the key never ran,
+// was forgotten or released, or its result expired), or [ErrInProgress]
+// while a run holds the key, here or in another instance. Telling the two
+// apart needs a store that implements [store.Inspector] (memstore and
+// redisstore do); with any other store, Get answers ErrNotFound for a key
+// in progress too. Use [Runtime.State] for the details of a key.
+//
+// Options: [WithCodec] decodes the value (use the codec the result was
+// stored with) and [WithFingerprint] refuses a result stored for another
+// request with [ErrFingerprintMismatch], as Do does. The other call
+// options are about running and are ignored, so one list of options can
+// serve both Do and Get; an option with a bad value is still refused.
+// A store failure is a [*StoreError].
+func Get[T any](ctx context.Context, rt *Runtime, key string, opts ...CallOption) (T, error) {
+	var zero T
+	if rt == nil {
+		return zero, fmt.Errorf("%w: Get on a nil *Runtime", ErrInvalidArgument)
+	}
+	c := rt.defaults
+	for _, o := range opts {
+		if o != nil {
+			o(&c)
+		}
+	}
+	if err := rt.refuse(ctx, key, c.err, false); err != nil {
+		return zero, err
+	}
+	if hit := rt.set.For(key).Lookup(key, rt.clock.Now()); hit != nil {
+		return result[T](key, c.fp, c.codec, hit)
+	}
+	rec, err := rt.read(ctx, key)
+	if err != nil {
+		return zero, err
+	}
+	return result[T](key, c.fp, c.codec, &actors.Cached{Record: rec})
+}
+
+// read returns key's completed record from the store.
+func (rt *Runtime) read(ctx context.Context, key string) (store.Record, error) {
+	sctx, cancel := rt.storeContext(ctx)
+	defer cancel()
+	if in, ok := rt.store.(store.Inspector); ok {
+		e, err := in.Inspect(sctx, key)
+		if err != nil {
+			return store.Record{}, rt.storeErr(ctx, key, "inspect", err)
+		}
+		switch e.State {
+		case store.Done:
+			return e.Record, nil
+		case store.Held:
+			return store.Record{}, keyErr(key, ErrInProgress)
+		}
+		return store.Record{}, keyErr(key, ErrNotFound)
+	}
+	rec, err := rt.store.Get(sctx, key)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return store.Record{}, keyErr(key, ErrNotFound)
+	case err != nil:
+		return store.Record{}, rt.storeErr(ctx, key, store.OpGet.String(), err)
+	}
+	return rec, nil
+}
+
+// storeContext bounds a store call the runtime makes on a caller's behalf
+// by StoreTimeout, as the shards bound theirs.
+func (rt *Runtime) storeContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, rt.opts.StoreTimeout)
+}
+
+// storeErr turns the error of a store call made on a caller's behalf into
+// the caller's error. ctx is the caller's: when it ended, its error is the
+// answer; a store call that ran out of StoreTimeout is a store failure.
+func (rt *Runtime) storeErr(ctx context.Context, key, op string, err error) error {
+	switch {
+	case errors.Is(err, store.ErrClosed):
+		return keyErr(key, ErrClosed)
+	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
+		return err
+	case store.IsContract(err):
+		return fmt.Errorf("idem: %s: store %s: %w", describeKey(key), op, err)
+	}
+	return &StoreError{Key: key, Op: op, Err: err}
+}
+
+// KeyStatus is where a key is in its lifecycle, as [Runtime.State] sees it.
+type KeyStatus uint8
+
+// The statuses of a key.
+const (
+	// KeyAbsent: nothing is stored for the key (never run, forgotten,
+	// released, or expired).
+	KeyAbsent KeyStatus = iota
+	// KeyInProgress: a run holds the key under a lease.
+	KeyInProgress
+	// KeyCompleted: the key has a result, replayed until it expires.
+	KeyCompleted
+	// KeyFailed: the key's result is a permanent error, replayed until it
+	// expires.
+	KeyFailed
+)
+
+// String returns the status's name.
+func (s KeyStatus) String() string {
+	switch s {
+	case KeyAbsent:
+		return "absent"
+	case KeyInProgress:
+		return "in-progress"
+	case KeyCompleted:
+		return "completed"
+	case KeyFailed:
+		return "failed"
+	}
+	return "unknown"
+}
+
+// KeyState describes a key as the store holds it: the answer of
+// [Runtime.State].
+type KeyState struct {
+	Key    string
+	Status KeyStatus
+
+	// LeaseLeft is how long the holder's lease has left (KeyInProgress);
+	// zero when it has ended and nobody has taken the key over yet (its
+	// holder most likely died: the next call takes it over).
+	LeaseLeft time.Duration
+	// HeldHere is true when the holder is this runtime (KeyInProgress).
+	HeldHere bool
+
+	// Token is the claim that holds the key (KeyInProgress) or that stored
+	// its result (KeyCompleted, KeyFailed): its fence and owner.
+	Token store.Token
+	// Fingerprint is the holder's, or the result's, request fingerprint
+	// (see WithFingerprint); nil when none was given.
+	Fingerprint []byte
+
+	// CreatedAt and ExpiresAt are when the result was stored and when it
+	// ends, by the store's clock (KeyCompleted, KeyFailed).
+	CreatedAt, ExpiresAt time.Time
+	// Size is the length of the encoded value (KeyCompleted).
+	Size int
+
+	// Error is the permanent error's message, and ErrorCode its registered
+	// code, if any (KeyFailed; see RegisterError).
+	Error, ErrorCode string
+}
+
+// State returns what the store holds for key: absent, in progress (with
+// the lease left and whether this runtime holds it), completed or failed
+// permanently (with the record's times, fingerprint and token). It reads
+// the store, not this runtime's cache, and decodes no value.
+//
+// It needs a store that implements [store.Inspector] (memstore and
+// redisstore do); with any other store it returns an error matching
+// errors.ErrUnsupported. A store failure is a [*StoreError].
+func (rt *Runtime) State(ctx context.Context, key string) (KeyState, error) {
+	if err := rt.refuse(ctx, key, nil, false); err != nil {
+		return KeyState{}, err
+	}
+	in, ok := rt.store.(store.Inspector)
+	if !ok {
+		return KeyState{}, fmt.Errorf("idem: State: the store (%T) does not implement store.Inspector: %w", rt.store, errors.ErrUnsupported)
+	}
+	sctx, cancel := rt.storeContext(ctx)
+	defer cancel()
+	e, err := in.Inspect(sctx, key)
+	if err != nil {
+		return KeyState{}, rt.storeErr(ctx, key, "inspect", err)
+	}
+	st := KeyState{Key: key, Token: e.Token}
+	switch e.State {
+	case store.Held:
+		st.Status = KeyInProgress
+		st.LeaseLeft = e.LeaseLeft
+		st.HeldHere = rt.set.Owns(e.Token.Owner)
+		st.Fingerprint = e.Fingerprint
+	case store.Done:
+		rec := &e.Record
+		st.Status = KeyCompleted
+		if st.Token.IsZero() {
+			st.Token = rec.Token
+		}
+		st.Fingerprint = rec.Fingerprint
+		st.CreatedAt, st.ExpiresAt = rec.CreatedAt, rec.ExpiresAt
+		st.Size = len(rec.Value)
+		if rec.Failed {
+			st.Status, st.Size = KeyFailed, 0
+			st.Error, st.ErrorCode, _ = parseStoredError(rec.Error)
+		}
+	}
+	return st, nil
+}
