@@ -186,11 +186,26 @@ func (s *Shard) Forget(ctx context.Context, key string) error {
 	}
 }
 
-// Evict drops key's record from the LRU, if it holds one. It is safe for
-// concurrent use.
-func (s *Shard) Evict(key string) {
-	if s.cache != nil {
-		s.cache.Remove(key)
+// Evict drops the records of keys from the LRU, on the shard's goroutine:
+// after every message sent to the shard before Evict was called, so the
+// record of an owner whose Finish came first is not cached again after
+// Evict returns. It returns once done, or when ctx ends, or at once when
+// the shard is closing (its cache then serves no one).
+func (s *Shard) Evict(ctx context.Context, keys []string) error {
+	if s.cache == nil || len(keys) == 0 {
+		return nil
+	}
+	m := &evict{keys: keys, done: make(chan struct{})}
+	if !s.sendIfOpen(m) {
+		return nil
+	}
+	select {
+	case <-m.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-s.done:
+		return nil
 	}
 }
 
@@ -237,6 +252,11 @@ func (s *Shard) receive(c actor.Context) {
 		s.onWake(m.key)
 	case *forget:
 		s.onForget(m)
+	case *evict:
+		for _, k := range m.keys {
+			s.cache.Remove(k)
+		}
+		close(m.done)
 	case *closing:
 		s.onClosing()
 	case *actor.Stopping:

@@ -1,0 +1,200 @@
+package idem_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/idemrt/idem"
+	"github.com/idemrt/idem/internal/idemtest"
+	"github.com/idemrt/idem/store"
+	"github.com/idemrt/idem/store/memstore"
+)
+
+// Clearing a scope: every completed key in it is forgotten, a page at a
+// time; keys in progress are skipped and listed; nothing else is touched.
+
+// doAll runs each key once, to a stored result.
+func doAll(t *testing.T, rt *idem.Runtime, keys ...string) {
+	t.Helper()
+	for _, k := range keys {
+		if _, err := idem.Do(bg, rt, k, idemtest.Value("v")); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// stored reports which of keys have a result in st.
+func stored(t *testing.T, st store.Store, keys ...string) []string {
+	t.Helper()
+	var have []string
+	for _, k := range keys {
+		_, err := st.Get(bg, k)
+		switch {
+		case err == nil:
+			have = append(have, k)
+		case !errors.Is(err, store.ErrNotFound):
+			t.Fatal(err)
+		}
+	}
+	return have
+}
+
+func TestClearScopes(t *testing.T) {
+	key := func(ns, ver, k string) string { return store.BuildKey(k, store.Scope{Namespace: ns, Version: ver}) }
+	all := []string{
+		key("acme", "v1", "a"), key("acme", "v1", "b"), key("acme", "v2", "a"), key("acme", "", "a"),
+		key("acme:v1", "x", "a"), key("acme2", "v1", "a"), key("", "v1", "a"), key("", "", "a"), "raw-key",
+	}
+	for _, c := range []struct {
+		scope store.Scope
+		kept  []string // of all, by index
+	}{
+		{store.Scope{Namespace: "acme", Version: "v1"}, []string{all[2], all[3], all[4], all[5], all[6], all[7], all[8]}},
+		{store.Scope{Namespace: "acme"}, []string{all[4], all[5], all[6], all[7], all[8]}},
+		{store.Scope{Namespace: "acme:v1"}, []string{all[0], all[1], all[2], all[3], all[5], all[6], all[7], all[8]}},
+		{store.Scope{Version: "v1"}, []string{all[0], all[1], all[2], all[3], all[4], all[5], all[7], all[8]}},
+		{store.Scope{}, nil},
+	} {
+		t.Run(fmt.Sprintf("%+v", c.scope), func(t *testing.T) {
+			mem := memstore.New(memstore.Options{})
+			rt := idemtest.Runtime(t, idem.Options{Store: mem})
+			doAll(t, rt, all...)
+			res, err := rt.Clear(bg, c.scope, idem.ClearOptions{})
+			cleared := len(all) - len(c.kept)
+			if err != nil || res.Scanned != cleared || res.Deleted != cleared || res.Skipped != 0 || len(res.SkippedKeys) != 0 {
+				t.Fatalf("%+v, %v; want %d scanned and deleted", res, err, cleared)
+			}
+			if have := stored(t, mem, all...); !slices.Equal(have, c.kept) {
+				t.Fatalf("kept %q, want %q", have, c.kept)
+			}
+		})
+	}
+}
+
+// Keys in progress are skipped, listed (up to MaxSkippedKeys) and left
+// running: their runs store their results as if nothing had happened.
+func TestClearSkipsKeysInProgress(t *testing.T) {
+	mem := memstore.New(memstore.Options{})
+	rt := idemtest.Runtime(t, idem.Options{Store: mem})
+	other := idemtest.Runtime(t, idem.Options{Store: mem}) // another instance
+	scope := store.Scope{Namespace: "t"}
+	var busy []string
+	var chans []<-chan idemtest.Result
+	g := idemtest.NewGate()
+	for i := range 5 {
+		k := store.BuildKey(fmt.Sprint("busy-", i), scope)
+		busy = append(busy, k)
+		r := rt
+		if i%2 == 1 {
+			r = other
+		}
+		chans = append(chans, idemtest.GoDo(bg, r, k, g.Fn("late", nil)))
+		<-g.Started
+	}
+	done := []string{store.BuildKey("done-1", scope), store.BuildKey("done-2", scope)}
+	doAll(t, rt, done...)
+
+	res, err := rt.Clear(bg, scope, idem.ClearOptions{MaxSkippedKeys: 3})
+	if err != nil || res.Scanned != 7 || res.Deleted != 2 || res.Skipped != 5 || len(res.SkippedKeys) != 3 {
+		t.Fatalf("%+v, %v", res, err)
+	}
+	for _, k := range res.SkippedKeys {
+		if !slices.Contains(busy, k) {
+			t.Fatalf("skipped %q, which is not in progress", k)
+		}
+	}
+	close(g.Open)
+	for _, ch := range chans {
+		if r := idemtest.Recv(t, ch); r.Err != nil || r.V != "late" || r.Out != idem.Executed {
+			t.Fatalf("a run in progress during Clear: %+v", r)
+		}
+	}
+	if have := stored(t, mem, append(busy, done...)...); !slices.Equal(have, busy) {
+		t.Fatalf("stored after Clear: %q, want the runs that were in progress", have)
+	}
+}
+
+// Clear drops what it deletes from this runtime's cache: the next call
+// runs again.
+func TestClearDropsFromTheCache(t *testing.T) {
+	rt := idemtest.Runtime(t, idem.Options{})
+	k := store.BuildKey("k", store.Scope{Namespace: "n"})
+	doAll(t, rt, k)
+	idemtest.Eventually(t, "the result cached", func() bool {
+		_, err := idem.Get[string](bg, rt, k) // from the cache once the shard has it
+		return err == nil
+	})
+	if _, err := rt.Clear(bg, store.Scope{Namespace: "n"}, idem.ClearOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var out idem.Outcome
+	if v, err := idem.Do(bg, rt, k, idemtest.Value("again"), idem.WithOutcome(&out)); err != nil || v != "again" || out != idem.Executed {
+		t.Fatalf("after Clear: %q %v %v, want a new run", v, err, out)
+	}
+}
+
+// Pages: Progress sees the totals grow; ctx is honoured between pages.
+func TestClearPagesAndProgress(t *testing.T) {
+	rt := idemtest.Runtime(t, idem.Options{})
+	scope := store.Scope{Namespace: "p", Version: "1"}
+	var keys []string
+	for i := range 25 {
+		keys = append(keys, store.BuildKey(fmt.Sprint(i), scope))
+	}
+	doAll(t, rt, keys...)
+	var seen []int
+	res, err := rt.Clear(bg, scope, idem.ClearOptions{PageSize: 10, Progress: func(r idem.ClearResult) { seen = append(seen, r.Deleted) }})
+	if err != nil || res.Deleted != 25 || len(seen) < 3 || seen[len(seen)-1] != 25 || !slices.IsSorted(seen) {
+		t.Fatalf("%+v %v, progress %v", res, err, seen)
+	}
+
+	doAll(t, rt, keys...)
+	ctx, cancel := context.WithCancel(bg)
+	defer cancel()
+	res, err = rt.Clear(ctx, scope, idem.ClearOptions{PageSize: 10, Progress: func(idem.ClearResult) { cancel() }})
+	if !errors.Is(err, context.Canceled) || res.Deleted == 0 || res.Deleted >= 25 {
+		t.Fatalf("cancelled after the first page: %+v, %v", res, err)
+	}
+}
+
+// forgetFails is a memstore whose Forget fails as a store that is down
+// does, and that (hiding store.InProcess) the runtime batches.
+type forgetFails struct{ store.Store }
+
+func (f forgetFails) Scan(ctx context.Context, prefix, cursor string, limit int) ([]string, string, error) {
+	return f.Store.(store.Scanner).Scan(ctx, prefix, cursor, limit)
+}
+
+func (forgetFails) Forget(context.Context, string) error { return errDown }
+
+func TestClearRefuses(t *testing.T) {
+	rt := idemtest.Runtime(t, idem.Options{Store: plainStore{memstore.New(memstore.Options{})}})
+	if _, err := rt.Clear(bg, store.Scope{}, idem.ClearOptions{}); !errors.Is(err, errors.ErrUnsupported) {
+		t.Fatalf("a store without Scanner: %v", err)
+	}
+	rt = idemtest.Runtime(t, idem.Options{})
+	for _, o := range []idem.ClearOptions{{PageSize: -1}, {MaxSkippedKeys: -1}} {
+		if _, err := rt.Clear(bg, store.Scope{}, o); !errors.Is(err, idem.ErrInvalidArgument) {
+			t.Fatalf("%+v: %v", o, err)
+		}
+	}
+	broken := idemtest.Runtime(t, idem.Options{Store: forgetFails{memstore.New(memstore.Options{})}})
+	doAll(t, broken, "a", "b")
+	var se *idem.StoreError
+	if res, err := broken.Clear(bg, store.Scope{}, idem.ClearOptions{}); !errors.As(err, &se) || se.Op != "forget" || res.Scanned != 2 || res.Deleted != 0 {
+		t.Fatalf("store down: %+v, %v", res, err)
+	}
+	closed, err := idem.New(idem.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := closed.Close(bg); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := closed.Clear(bg, store.Scope{}, idem.ClearOptions{}); !errors.Is(err, idem.ErrClosed) {
+		t.Fatalf("closed runtime: %v", err)
+	}
+}
