@@ -64,7 +64,7 @@ func Example() {
 func ExampleNew() {
 	mw, err := httpidem.New(httpidem.Options{
 		Methods:        []string{http.MethodPost, http.MethodPut},
-		Settle:         3 * time.Second, // duplicates in flight wait up to 3s, then 409
+		Settle:         3 * time.Second, // duplicates in flight wait up to 3s, then 409 (default 10s)
 		TTL:            48 * time.Hour,  // responses are replayed for 2 days
 		MaxRequestBody: 64 << 10,        // 413 over 64 KiB
 	})
@@ -163,16 +163,53 @@ func ExampleOptions_storeStatus() {
 	// 402 replayed=true Payment Required
 }
 
-// A duplicate that arrives while the first request runs gets 409 at once
-// (Settle 0, the default); with a settle time it waits for the response.
+// By default a duplicate that arrives while the first request runs waits
+// for it (up to Settle, 10s) and gets its response, marked as a replay.
 func ExampleOptions_settle() {
+	started, release := make(chan struct{}), make(chan struct{})
+	runs := 0
+	slow := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		runs++
+		close(started)
+		<-release
+		fmt.Fprintf(w, "done (run %d)", runs)
+	})
+	rt, _ := idem.New(idem.Options{})
+	defer rt.Close(context.Background())
+	mw, _ := httpidem.New(httpidem.Options{Runtime: rt})
+	h := mw.Handler(slow)
+	first := make(chan struct{})
+	go func() {
+		defer close(first)
+		exchange(h, "POST", "/", "k", "")
+	}()
+	<-started
+	duplicate := make(chan struct{})
+	go func() {
+		defer close(duplicate)
+		exchange(h, "POST", "/", "k", "")
+	}()
+	for rt.Stats().Waiters == 0 {
+		time.Sleep(time.Millisecond) // until the duplicate waits
+	}
+	close(release)
+	<-first
+	<-duplicate
+	// Unordered output:
+	// 200 replayed=false done (run 1)
+	// 200 replayed=true done (run 1)
+}
+
+// With FailFast, a duplicate that arrives while the first request runs
+// gets 409 at once, with Retry-After.
+func ExampleOptions_failFast() {
 	started, release := make(chan struct{}), make(chan struct{})
 	slow := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		close(started)
 		<-release
 		io.WriteString(w, "done")
 	})
-	mw, _ := httpidem.New(httpidem.Options{})
+	mw, _ := httpidem.New(httpidem.Options{FailFast: true})
 	defer mw.Close(context.Background())
 	h := mw.Handler(slow)
 	first := make(chan struct{})
@@ -181,11 +218,15 @@ func ExampleOptions_settle() {
 		exchange(h, "POST", "/", "k", "")
 	}()
 	<-started
-	exchange(h, "POST", "/", "k", "")
+	r := httptest.NewRequest("POST", "/", nil)
+	r.Header.Set("Idempotency-Key", "k")
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	fmt.Println(w.Code, "Retry-After:", w.Header().Get("Retry-After"))
 	close(release)
 	<-first
 	// Output:
-	// 409 replayed=false {"type":"about:blank","title":"Conflict","status":409,"detail":"A request with the same Idempotency-Key is being processed; retry later."}
+	// 409 Retry-After: 1
 	// 200 replayed=false done
 }
 

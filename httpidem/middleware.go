@@ -42,7 +42,7 @@ func New(opts Options) (*Middleware, error) {
 		m.methods[meth] = true
 	}
 	m.opts = []idem.CallOption{
-		idem.WithSettle(o.Settle),
+		idem.WithSettle(o.Settle), // 0 with FailFast: 409 at once
 		idem.WithTTL(o.TTL),
 		idem.WithLease(o.Lease),
 		// Only what StoreStatus accepts is stored: the function returns no
@@ -275,7 +275,12 @@ func fingerprint(r *http.Request, tenant string, body []byte) []byte {
 	return h.Sum(nil)
 }
 
-// fail answers with the middleware's own error response.
+// fail answers with the middleware's own error response. 409 and 503 get
+// Retry-After before OnError runs, so a custom OnError sends it too.
 func (m *Middleware) fail(w http.ResponseWriter, r *http.Request, err error) {
-	m.o.OnError(w, r, StatusFor(err), err)
+	status := StatusFor(err)
+	if status == http.StatusConflict || status == http.StatusServiceUnavailable {
+		w.Header().Set("Retry-After", retryAfter)
+	}
+	m.o.OnError(w, r, status, err)
 }

@@ -137,8 +137,8 @@ func TestWaiterContextDeadlineIs409(t *testing.T) {
 	r := do(srv, http.MethodPost, "/payments", "k", "pay", "X-Timeout", "1")
 	release()
 	<-owner
-	if r.err != nil || r.status != http.StatusConflict {
-		t.Fatalf("waiter whose context ran out: %d %q, want 409", r.status, r.body)
+	if r.err != nil || r.status != http.StatusConflict || r.header.Get("Retry-After") != "1" {
+		t.Fatalf("waiter whose context ran out: %d %q %v, want 409 with Retry-After: 1", r.status, r.body, r.header)
 	}
 }
 

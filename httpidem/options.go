@@ -45,11 +45,19 @@ type Options struct {
 	Version string
 
 	// Settle is how long a request waits for a request with the same key
-	// that is in flight, before it is answered 409. Waiters get the first
-	// request's response, marked as a replay.
-	// Default: 0: a duplicate of a request in flight gets 409 at once (the
-	// IETF draft's behaviour).
+	// that is in flight; it gets that request's response, marked as a
+	// replay. It never waits past its own request's context. Past Settle it
+	// is answered 409 with Retry-After.
+	// Default: 10s: long enough for a retrying client that timed out to get
+	// the first attempt's response, short enough to answer before the usual
+	// proxy and gateway timeouts (30s to 60s) give up on the retry.
 	Settle time.Duration
+
+	// FailFast answers a request whose key is in flight with 409 (and
+	// Retry-After) at once, instead of waiting; a client must then retry
+	// until the first request is done. Setting Settle too is an error.
+	// Default: false: duplicates wait (Settle).
+	FailFast bool
 
 	// TTL is how long a response is kept and replayed.
 	// Default: 24h.
@@ -81,7 +89,8 @@ type Options struct {
 	StoreStatus func(status int) bool
 
 	// OnError writes the middleware's own error responses (400, 409, 413,
-	// 422, 500, 503). status is StatusFor(err).
+	// 422, 500, 503). status is StatusFor(err). When it is called, a 409 or
+	// 503 already carries Retry-After.
 	// Default: WriteProblem (application/problem+json).
 	OnError func(w http.ResponseWriter, r *http.Request, status int, err error)
 
@@ -95,6 +104,7 @@ type Options struct {
 const (
 	defaultMaxBody = 1 << 20
 	defaultVersion = "http"
+	defaultSettle  = 10 * time.Second
 )
 
 // resolve rejects invalid values and fills in the defaults.
@@ -130,6 +140,9 @@ func (o Options) validate() error {
 			return err
 		}
 	}
+	if o.FailFast && o.Settle > 0 {
+		return invalid("FailFast is set, and Settle is %v; set one of them", o.Settle)
+	}
 	return nil
 }
 
@@ -161,6 +174,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Version == "" {
 		o.Version = defaultVersion
+	}
+	if o.Settle == 0 && !o.FailFast {
+		o.Settle = defaultSettle
 	}
 	if o.TTL == 0 {
 		o.TTL = 24 * time.Hour

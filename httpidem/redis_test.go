@@ -100,7 +100,7 @@ func TestRedisMismatchAndRestart(t *testing.T) {
 
 	// In flight on instance 1, asked on instance 2.
 	rt2 := redisRuntime(t, srv, prefix)
-	s2, _ := serve(t, httpidem.Options{Runtime: rt2}, p)
+	s2, _ := serve(t, httpidem.Options{Runtime: rt2, FailFast: true}, p)
 	release := p.Hold()
 	defer release()
 	owner := make(chan reply, 1)
