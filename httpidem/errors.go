@@ -102,7 +102,8 @@ func WriteProblem(w http.ResponseWriter, _ *http.Request, status int, err error)
 const retryAfter = "1"
 
 // unstored is a response that was produced but not kept (a status
-// StoreStatus refuses, or a body over MaxStoredBody). It reaches idem.Do as a
+// StoreStatus refuses, NoStore, a route miss, or a body over
+// MaxStoredBody). It reaches idem.Do as a
 // transient error, so the key is released, and carries the response to the
 // owner, who still sends it.
 type unstored struct {

@@ -139,28 +139,31 @@ func ExampleOptions_tenant() {
 	// run 1 for acme
 }
 
-// 5xx responses are not stored: the retry runs the handler again. Other
-// statuses (a declined payment's 402) are replayed.
+// StoreStatus overrides which statuses are stored. Here a 404 is an outcome
+// to keep (the order does not exist, and never will), on top of the
+// default: a 503 is still not stored, so the retry runs.
 func ExampleOptions_storeStatus() {
 	mw, _ := httpidem.New(httpidem.Options{
-		// The default: keep every status below 500.
-		StoreStatus: func(status int) bool { return status < 500 },
+		StoreStatus: func(status int) bool {
+			return status == http.StatusNotFound || httpidem.DefaultStoreStatus(status)
+		},
 	})
 	defer mw.Close(context.Background())
-	statuses := []int{http.StatusServiceUnavailable, http.StatusPaymentRequired, http.StatusCreated}
-	h := mw.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	statuses := []int{http.StatusServiceUnavailable, http.StatusNotFound, http.StatusCreated}
+	mux := http.NewServeMux()
+	mux.Handle("POST /orders/{id}/cancel", mw.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s := statuses[0]
 		statuses = statuses[1:]
 		w.WriteHeader(s)
 		io.WriteString(w, http.StatusText(s))
-	}))
+	})))
 	for range 3 {
-		exchange(h, "POST", "/", "k", "")
+		exchange(mux, "POST", "/orders/9/cancel", "k", "")
 	}
 	// Output:
 	// 503 replayed=false Service Unavailable
-	// 402 replayed=false Payment Required
-	// 402 replayed=true Payment Required
+	// 404 replayed=false Not Found
+	// 404 replayed=true Not Found
 }
 
 // By default a duplicate that arrives while the first request runs waits

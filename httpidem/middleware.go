@@ -197,8 +197,11 @@ type held struct {
 }
 
 // run is idem.Do's function: it runs the handler against a recorder and
-// says whether its response is to be stored.
+// says whether its response is to be stored. A response that is not
+// (NoStore, a route miss, a status StoreStatus refuses, a body too large)
+// comes back as an *unstored error, which releases the key.
 func (m *Middleware) run(ctx context.Context, req *http.Request, next http.Handler, k *keyed, base http.Header) (*response, error) {
+	// A copy of its own: routers set its Pattern, which is read below.
 	req = req.WithContext(ctx)
 	req.Body, req.GetBody = bodyReader(k.body), func() (io.ReadCloser, error) { return bodyReader(k.body), nil }
 	req.ContentLength, req.TransferEncoding = int64(len(k.body)), nil
@@ -218,6 +221,10 @@ func (m *Middleware) run(ctx context.Context, req *http.Request, next http.Handl
 	next.ServeHTTP(rec, req)
 	resp := rec.result()
 	switch {
+	case rec.noStore:
+		return nil, &unstored{resp: resp, reason: "the handler called NoStore"}
+	case routeMiss(resp.Status, req):
+		return nil, &unstored{resp: resp, reason: "no route matched"}
 	case !m.o.StoreStatus(resp.Status):
 		return nil, &unstored{resp: resp, reason: "StoreStatus refuses it"}
 	case len(resp.Body) > m.o.MaxStoredBody:

@@ -83,9 +83,10 @@ type Options struct {
 
 	// StoreStatus says which response statuses are stored and replayed;
 	// the key of any other response is released, so a retry runs the
-	// handler again.
-	// Default: every status below 500 (2xx–4xx are outcomes; 5xx are
-	// faults to retry).
+	// handler again. Whatever it says, a route miss (see the package
+	// documentation) and a response marked with [NoStore] are not stored.
+	// Default: [DefaultStoreStatus]: 2xx, 3xx and 4xx outcomes, without
+	// the statuses a retry can change (5xx, 429, 401, ...).
 	StoreStatus func(status int) bool
 
 	// OnError writes the middleware's own error responses (400, 409, 413,
@@ -191,7 +192,7 @@ func (o Options) withDefaults() Options {
 		o.MaxStoredBody = defaultMaxBody
 	}
 	if o.StoreStatus == nil {
-		o.StoreStatus = func(status int) bool { return status < 500 }
+		o.StoreStatus = DefaultStoreStatus
 	}
 	if o.OnError == nil {
 		o.OnError = WriteProblem

@@ -51,11 +51,12 @@ var unkept = []string{
 // (or Write); later changes to Header() are ignored. 1xx informational
 // responses are dropped, and Flush does nothing: the response is buffered.
 type recorder struct {
-	base   http.Header // what outer middleware had set before the handler ran
-	header http.Header
-	status int
-	sent   http.Header // the headers at WriteHeader
-	body   bytes.Buffer
+	base    http.Header // what outer middleware had set before the handler ran
+	header  http.Header
+	status  int
+	sent    http.Header // the headers at WriteHeader
+	body    bytes.Buffer
+	noStore bool // NoStore was called
 }
 
 // newRecorder starts with base's headers, so the handler sees (and may add
