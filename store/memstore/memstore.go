@@ -21,7 +21,9 @@
 //
 // It implements [store.Waker]: runtimes that share one Store (in one process)
 // wake each other's waiters the way Redis pub/sub does across processes.
-// Nothing survives the process.
+// It implements [store.Inspector] and [store.Scanner] too ([Store.Scan]
+// pages shard by shard, locking one shard at a time). Nothing survives the
+// process.
 package memstore
 
 import (

@@ -15,8 +15,8 @@ var _ store.Inspector = (*Store)(nil)
 // Get checks it, so a record the store cannot read, or a Redis key of
 // another type at the record's name, is a *CorruptError naming the key.
 // A released key (its record kept to keep the fence rising) is Absent. The
-// call is sent again on a lost reply (it writes nothing), and is bounded
-// by Options.Timeout.
+// script writes nothing, so go-redis may send it again after a lost reply
+// (the client's MaxRetries) without harm. Options.Timeout bounds the call.
 func (s *Store) Inspect(ctx context.Context, key string) (store.Entry, error) {
 	if err := store.ValidateKey(key); err != nil {
 		return store.Entry{}, err
