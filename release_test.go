@@ -111,6 +111,9 @@ func TestRenewedOwnerNotEvicted(t *testing.T) {
 	a := newStepFn(t)
 	owner := idemtest.GoDo(bg, rt1, keys[0], a.fn, opts...)
 	started(t, a, "A")
+	// The shard arms the first renewal just after it grants the key: moving
+	// the clock before that would skip it for good.
+	idemtest.Eventually(t, "the first renewal armed", func() bool { return clk.Timers() == 1 })
 	for i := range 4 { // renewals at 1, 2, 3 and 4 s: the lease runs to 7 s
 		ops := rt1.Stats().Ops
 		clk.Advance(time.Second)
