@@ -26,10 +26,16 @@
 //     (idem.Permanent, or RunOptions.Classifier) is stored and replayed.
 //   - Reduce steps run an idempotent step per item of a slice in the state:
 //     a retry re-runs only the items that did not complete.
+//   - Waits are bounded: a duplicate run waits RunOptions.Settle, a step
+//     StepOptions.Settle, both by default the runtime's settle time; with
+//     FailFast they do not wait.
 //   - Keys are scoped with store.BuildKey by RunOptions.Namespace and Version,
 //     so two tenants never share a key; each step's record carries a
 //     fingerprint of the flow and step names, so a key reused by another flow
 //     or step is an error (idem.ErrFingerprintMismatch), never a merge.
+//
+// [Flow.Result], [Flow.State], [Flow.StepResult] and [Flow.StepState] read
+// a run's or a step's record by the keys Run uses, without running it.
 //
 // The state is stored with the runtime's codec (JSON by default), so it
 // must round-trip through it: exported fields only.

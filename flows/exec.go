@@ -25,8 +25,11 @@ type exec[S any] struct {
 
 // fingerprint ties a step's records to this flow and step: the same key
 // used by another flow or step is a mismatch, never a merge.
-func (x *exec[S]) fingerprint(step string) []byte {
-	sum := sha256.Sum256([]byte("flow\x00" + x.flow + "\x00step\x00" + step))
+func (x *exec[S]) fingerprint(step string) []byte { return fingerprint(x.flow, step) }
+
+// fingerprint is the fingerprint of a flow's step ("" for the run itself).
+func fingerprint(flow, step string) []byte {
+	sum := sha256.Sum256([]byte("flow\x00" + flow + "\x00step\x00" + step))
 	return sum[:]
 }
 
@@ -35,7 +38,7 @@ func (x *exec[S]) once(ctx context.Context, step, key string, so StepOptions, s 
 	if key == "" {
 		return s, errorf("step %q: its key function returned an empty key", step)
 	}
-	scoped := store.BuildKey("step:"+key, x.scope)
+	scoped := stepKey(key, x.scope)
 	if err := store.ValidateKey(scoped); err != nil {
 		return s, fmt.Errorf("flows: step %q: key %q: %w", step, key, err)
 	}
@@ -50,7 +53,13 @@ func (x *exec[S]) once(ctx context.Context, step, key string, so StepOptions, s 
 
 // stepOptions are the idem options of an idempotent step's call.
 func (x *exec[S]) stepOptions(step string, so StepOptions) []idem.CallOption {
-	opts := []idem.CallOption{idem.WithFingerprint(x.fingerprint(step)), idem.WithSettle(stepSettle(so.Settle))}
+	opts := []idem.CallOption{idem.WithFingerprint(x.fingerprint(step))}
+	switch {
+	case so.FailFast:
+		opts = append(opts, idem.WithSettle(0))
+	case so.Settle > 0:
+		opts = append(opts, idem.WithSettle(so.Settle))
+	}
 	opts = withTTLAndLease(opts, so.TTL, so.Lease)
 	if x.opts.Classifier != nil {
 		opts = append(opts, idem.WithClassifier(x.opts.Classifier))
@@ -84,6 +93,9 @@ func withTTLAndLease(opts []idem.CallOption, ttl, lease time.Duration) []idem.Ca
 	return opts
 }
 
+// stepKey is the scoped key of a step (or reduce item) with key key.
+func stepKey(key string, scope store.Scope) string { return store.BuildKey("step:"+key, scope) }
+
 // clone deep-copies a state through JSON, the codec it is stored with.
 func clone[S any](s S) (S, error) {
 	b, err := json.Marshal(s)
@@ -95,17 +107,6 @@ func clone[S any](s S) (S, error) {
 		return s, err
 	}
 	return out, nil
-}
-
-// stepSettle is how long a step waits for a run of its key in flight: as
-// long as the context allows by default, since within one run of a flow the
-// only other holder of a step key is a run that crashed (taken over when its
-// lease ends) or a concurrent run of a flow without a workflow key.
-func stepSettle(d time.Duration) time.Duration {
-	if d > 0 {
-		return d
-	}
-	return store.MaxDuration
 }
 
 // permanent reports whether a step's error is permanent for this run.

@@ -134,6 +134,9 @@ func itemError(step string, i int, err error) error {
 }
 
 func checkStepOptions(step string, o StepOptions) error {
+	if o.FailFast && o.Settle > 0 {
+		return errorf("step %q: StepOptions: FailFast is set, and Settle is %v; set one of them", step, o.Settle)
+	}
 	return checkDurations(fmt.Sprintf("step %q: StepOptions", step), o.TTL, o.Settle, o.Lease)
 }
 
@@ -219,23 +222,36 @@ func (f *Flow[S]) workflowKey(input S, opts *RunOptions[S]) (string, error) {
 // record, the one it made or the one an earlier run left, with the error of
 // a permanent failure the record holds.
 func (f *Flow[S]) runKeyed(ctx context.Context, x *exec[S], key string, start S) (runResult[S], error) {
-	scoped := store.BuildKey("flow:"+store.EscapeSegment(f.name)+":"+key, x.scope)
+	scoped := f.runKey(key, x.scope)
 	if err := store.ValidateKey(scoped); err != nil {
 		return runResult[S]{}, fmt.Errorf("flows: %s: workflow key %q: %w", f.name, key, err)
 	}
 	res, err := idem.Do(ctx, x.rt, scoped, func(ctx context.Context) (runResult[S], error) {
 		return f.runRecorded(ctx, x, start)
 	}, x.workflowOptions()...)
-	switch {
-	case err != nil:
+	if err != nil {
 		return res, err
-	case res.Failed != nil && res.err != nil:
-		return res, res.err // this process still has the error itself
-	case res.Failed != nil:
-		return res, &StepError{Flow: f.name, Step: res.Failed.Step, Item: res.Failed.Item,
-			Err: &idem.ReplayedError{Key: scoped, Message: res.Failed.Message}}
 	}
-	return res, nil
+	return res, f.failure(scoped, res)
+}
+
+// runKey is the scoped key of the run with workflow key key.
+func (f *Flow[S]) runKey(key string, scope store.Scope) string {
+	return store.BuildKey("flow:"+store.EscapeSegment(f.name)+":"+key, scope)
+}
+
+// failure is the error of a run's record: nil for a run that completed, or
+// the permanent error of the step that failed.
+func (f *Flow[S]) failure(scoped string, res runResult[S]) error {
+	switch {
+	case res.Failed == nil:
+		return nil
+	case res.err != nil:
+		return res.err // this process still has the error itself
+	}
+	fl := res.Failed
+	return &StepError{Flow: f.name, Step: fl.Step, Item: fl.Item,
+		Err: &idem.ReplayedError{Key: scoped, Message: fl.Message, Code: fl.Code, Detail: fl.Detail}}
 }
 
 // runRecorded is the function of a run with a workflow key: it runs the
@@ -250,13 +266,17 @@ func (f *Flow[S]) runRecorded(ctx context.Context, x *exec[S], start S) (runResu
 	}
 	// A permanent failure is the run's outcome: kept as the run's record,
 	// with the step it came from, so that every later run gets it back as a
-	// *StepError.
-	r := runResult[S]{Failed: &storedFailure{Message: err.Error(), Item: -1}, err: err}
+	// *StepError; with its code, when its kind is registered (see
+	// idem.RegisterError), so that it matches errors.Is and errors.As there.
+	cause := err
+	fl := &storedFailure{Item: -1}
 	var se *StepError
 	if errors.As(err, &se) {
-		r.Failed.Step, r.Failed.Item, r.Failed.Message = se.Step, se.Item, se.Err.Error()
+		fl.Step, fl.Item, cause = se.Step, se.Item, se.Err
 	}
-	return r, nil
+	re := idem.NewReplayedError("", cause)
+	fl.Message, fl.Code, fl.Detail = re.Message, re.Code, re.Detail
+	return runResult[S]{Failed: fl, err: err}, nil
 }
 
 // runResult is what a run with a workflow key stores: its final state, or
@@ -267,11 +287,14 @@ type runResult[S any] struct {
 	err    error          // the failure's own error value, in the process that ran it
 }
 
-// storedFailure is a step's permanent error as stored.
+// storedFailure is a step's permanent error as stored: the fields of the
+// idem.ReplayedError it is given back as.
 type storedFailure struct {
 	Step    string `json:"step"`
 	Item    int    `json:"item"`
 	Message string `json:"message"`
+	Code    string `json:"code,omitempty"`
+	Detail  string `json:"detail,omitempty"`
 }
 
 // runSteps runs every step in order.

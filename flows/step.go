@@ -16,15 +16,21 @@ type Stepper[S any] interface {
 }
 
 // StepOptions adjust an idempotent step. Zero values mean the runtime's
-// defaults (result TTL, lease) and, for Settle, waiting for a run of the
-// step in flight as long as the flow's context allows.
+// defaults (result TTL, lease, settle time).
 type StepOptions struct {
 	// TTL is how long the step's result is kept and replayed.
 	TTL time.Duration
-	// Settle is how long the step waits for another run of the same step key
-	// in flight (a run left by a crashed process is taken over when its
-	// lease ends). Zero waits as long as the flow's context allows.
+	// Settle is how long the step waits for another run of the same step
+	// key in flight: a concurrent run of a flow without a workflow key, or
+	// a run left by a process that died, which is taken over when its lease
+	// ends (set Settle above the lease to wait for that takeover). Past it,
+	// the step fails with idem.ErrConflict.
+	// Default: the runtime's settle time (idem.Options.Settle, 30s).
 	Settle time.Duration
+	// FailFast makes the step fail at once with idem.ErrConflict while
+	// another run holds its key, instead of waiting. Setting Settle too is
+	// an error.
+	FailFast bool
 	// Lease is the step's lease (renewed while it runs).
 	Lease time.Duration
 }
