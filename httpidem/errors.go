@@ -27,6 +27,9 @@ var (
 	ErrBodyTooLarge = errors.New("httpidem: request body too large")
 	// ErrBodyRead: the request body could not be read (400).
 	ErrBodyRead = errors.New("httpidem: reading the request body failed")
+	// ErrFingerprint: Options.Fingerprint returned an error, which this one
+	// wraps (400).
+	ErrFingerprint = errors.New("httpidem: fingerprinting the request failed")
 )
 
 // StatusFor returns the status code the middleware answers err with. (It is
@@ -35,7 +38,7 @@ func StatusFor(err error) int {
 	var pe *idem.PanicError
 	switch {
 	case errors.Is(err, ErrMissingKey), errors.Is(err, ErrMalformedKey),
-		errors.Is(err, ErrBodyRead), errors.Is(err, idem.ErrInvalidKey):
+		errors.Is(err, ErrBodyRead), errors.Is(err, ErrFingerprint), errors.Is(err, idem.ErrInvalidKey):
 		return http.StatusBadRequest
 	case errors.Is(err, ErrBodyTooLarge):
 		return http.StatusRequestEntityTooLarge

@@ -3,8 +3,6 @@ package httpidem
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -31,7 +29,10 @@ type Middleware struct {
 
 // New returns a middleware. It fails with an error matching
 // idem.ErrInvalidArgument on an invalid option (a negative duration or
-// size, a blank method).
+// size, a blank method, a name that cannot be a header or cookie name) or on
+// options that exclude each other (FailFast and Settle, Tenant and
+// SharedScope, CredentialCookies and either, Fingerprint and
+// FingerprintHeaders).
 func New(opts Options) (*Middleware, error) {
 	o, err := opts.resolve()
 	if err != nil {
@@ -86,7 +87,7 @@ func (m *Middleware) Close(ctx context.Context) error {
 // chi's Use and the like. It panics if next is nil.
 //
 // For a request whose method is one of Options.Methods and that carries an
-// Idempotency-Key header, next runs once per (tenant, key): see the package
+// Idempotency-Key header, next runs once per (scope, key): see the package
 // documentation for what every other request with the key gets.
 func (m *Middleware) Handler(next http.Handler) http.Handler {
 	if next == nil {
@@ -107,10 +108,7 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 		next.ServeHTTP(w, r)
 		return
 	}
-	k := &keyed{key: key}
-	if m.o.Tenant != nil {
-		k.tenant = m.o.Tenant(r)
-	}
+	k := &keyed{key: key, tenant: m.scopeOf(r)}
 	k.scoped = store.BuildKey(key, store.Scope{Namespace: k.tenant, Version: m.o.Version})
 	if held, _ := r.Context().Value(heldKey{}).(held); held.rt == m.rt && held.key == k.scoped {
 		// Wrapped twice on one route: the outer layer holds the key and
@@ -126,14 +124,18 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 		m.fail(w, r, err)
 		return
 	}
+	if k.fp, err = m.fingerprintOf(r, k.tenant, k.body); err != nil {
+		m.fail(w, r, err)
+		return
+	}
 	m.once(w, r, next, k)
 }
 
-// keyed is a request that runs once per key: its Idempotency-Key, tenant,
-// scoped idem key and body.
+// keyed is a request that runs once per key: its Idempotency-Key, scope
+// (tenant), scoped idem key, body and fingerprint.
 type keyed struct {
 	key, tenant, scoped string
-	body                []byte
+	body, fp            []byte
 }
 
 // keyOf returns the request's Idempotency-Key. pass is true for a request
@@ -164,7 +166,7 @@ func (m *Middleware) once(w http.ResponseWriter, r *http.Request, next http.Hand
 	base := w.Header().Clone() // what outer middleware set: the handler sees it, the record does not
 	var how idem.Outcome
 	opts := append(m.opts[:len(m.opts):len(m.opts)],
-		idem.WithFingerprint(fingerprint(r, k.tenant, k.body)), idem.WithOutcome(&how))
+		idem.WithFingerprint(k.fp), idem.WithOutcome(&how))
 	resp, err := idem.Do(req.Context(), m.rt, k.scoped, func(ctx context.Context) (*response, error) {
 		return m.run(ctx, req, next, k, base)
 	}, opts...)
@@ -264,22 +266,6 @@ func (m *Middleware) readBody(w http.ResponseWriter, r *http.Request) ([]byte, e
 		return nil, fmt.Errorf("%w: %v", ErrBodyRead, err)
 	}
 	return buf.Bytes(), nil
-}
-
-// fingerprint digests what makes a request the same request: its method,
-// path and query, tenant and body. Every field is length-prefixed, so no two
-// different requests give the same input to the hash.
-func fingerprint(r *http.Request, tenant string, body []byte) []byte {
-	h := sha256.New()
-	var n [8]byte
-	for _, f := range []string{"httpidem/1", r.Method, r.URL.EscapedPath(), r.URL.RawQuery, tenant} {
-		binary.BigEndian.PutUint64(n[:], uint64(len(f)))
-		h.Write(n[:])
-		h.Write([]byte(f))
-	}
-	sum := sha256.Sum256(body)
-	h.Write(sum[:])
-	return h.Sum(nil)
 }
 
 // fail answers with the middleware's own error response. 409 and 503 get

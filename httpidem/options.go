@@ -33,10 +33,31 @@ type Options struct {
 	// Default: false: they are answered 400.
 	Optional bool
 
-	// Tenant returns the tenant of a request (from its authentication, say).
-	// Keys are scoped per tenant: the same key in two tenants is two keys.
-	// Default: nil, every request in one unnamed tenant.
+	// Tenant returns the scope of a request's keys: take it from the
+	// authenticated principal (a user or account ID), never from a header
+	// the client picks. The same key in two tenants is two keys. With
+	// Tenant set, CredentialCookies and SharedScope are not used (setting
+	// them too is an error).
+	// Default: nil: keys are scoped by the request's credentials (see
+	// CredentialCookies).
 	Tenant func(r *http.Request) string
+
+	// CredentialCookies names the cookies that identify a caller (a session
+	// cookie). Without Tenant, a key's scope is a SHA-256 digest of the
+	// request's Authorization header and of these cookies, so two callers
+	// never see each other's responses. A rotated token or a new session
+	// is a new scope: a retry sent with it runs again. APIs whose tokens
+	// rotate within a retry's lifetime should set Tenant instead. Requests
+	// with none of these credentials share one anonymous scope.
+	// Default: none: only Authorization.
+	CredentialCookies []string
+
+	// SharedScope puts every request in one scope: anyone who sends a key
+	// gets the response stored for it. Use it only where requests carry no
+	// credentials, or where keys are unguessable and responses hold nothing
+	// private to a caller.
+	// Default: false: keys are scoped per caller (Tenant, or credentials).
+	SharedScope bool
 
 	// Version is the version segment of every key (store.BuildKey), to keep
 	// the keys of two APIs, or of two incompatible versions of one, apart
@@ -89,6 +110,23 @@ type Options struct {
 	// the statuses a retry can change (5xx, 429, 401, ...).
 	StoreStatus func(status int) bool
 
+	// Fingerprint replaces the default fingerprint: what tells two requests
+	// with one key apart (a request with a used key and another fingerprint
+	// gets 422). Make it canonical where clients vary the spelling of one
+	// request: sorted query parameters, JSON re-serialised. r is the
+	// request as it reached the middleware, its Body already read: the
+	// body is in body. An error is answered 400 ([ErrFingerprint]).
+	// Default: a SHA-256 of the method, path, query, scope, body and
+	// FingerprintHeaders, byte for byte.
+	Fingerprint func(r *http.Request, body []byte) ([]byte, error)
+
+	// FingerprintHeaders are request headers added to the default
+	// fingerprint (Content-Type, say, where one body means two things under
+	// two types). Setting Fingerprint too is an error: a custom fingerprint
+	// reads the headers it needs itself.
+	// Default: none.
+	FingerprintHeaders []string
+
 	// OnError writes the middleware's own error responses (400, 409, 413,
 	// 422, 500, 503). status is StatusFor(err). When it is called, a 409 or
 	// 503 already carries Retry-After.
@@ -116,8 +154,9 @@ func (o Options) resolve() (Options, error) {
 	return o.withDefaults(), nil
 }
 
-// validate rejects negative or too long durations, negative sizes and
-// methods that cannot match.
+// validate rejects negative or too long durations, negative sizes, methods
+// that cannot match, names that cannot be headers or cookies, and options
+// that contradict each other.
 func (o Options) validate() error {
 	for _, d := range []struct {
 		name string
@@ -141,8 +180,31 @@ func (o Options) validate() error {
 			return err
 		}
 	}
-	if o.FailFast && o.Settle > 0 {
+	return o.validateChoices()
+}
+
+// validateChoices rejects the options that are set together but exclude
+// each other, and names that cannot be what they name.
+func (o Options) validateChoices() error {
+	switch {
+	case o.FailFast && o.Settle > 0:
 		return invalid("FailFast is set, and Settle is %v; set one of them", o.Settle)
+	case o.Tenant != nil && o.SharedScope:
+		return invalid("Tenant and SharedScope are both set; set one of them")
+	case len(o.CredentialCookies) > 0 && (o.Tenant != nil || o.SharedScope):
+		return invalid("CredentialCookies is set, but so is Tenant or SharedScope, which do not use credentials")
+	case o.Fingerprint != nil && len(o.FingerprintHeaders) > 0:
+		return invalid("FingerprintHeaders is set, but Fingerprint replaces the default fingerprint it adds to")
+	}
+	for _, c := range o.CredentialCookies {
+		if !isToken(c) {
+			return invalid("CredentialCookies holds %q, which is not a cookie name", c)
+		}
+	}
+	for _, h := range o.FingerprintHeaders {
+		if !isToken(h) {
+			return invalid("FingerprintHeaders holds %q, which is not a header name", h)
+		}
 	}
 	return nil
 }
@@ -150,7 +212,7 @@ func (o Options) validate() error {
 // checkMethod rejects a method that is not a token, and a standard method
 // in the wrong case.
 func checkMethod(m string) error {
-	if m == "" || strings.ContainsFunc(m, func(r rune) bool { return r <= ' ' || r > '~' }) {
+	if !isToken(m) {
 		return invalid("Methods holds %q, which is not a method", m)
 	}
 	switch up := strings.ToUpper(m); up {
@@ -161,6 +223,14 @@ func checkMethod(m string) error {
 		}
 	}
 	return nil
+}
+
+// isToken reports whether s is a non-empty run of visible ASCII without
+// the separators of RFC 9110's token.
+func isToken(s string) bool {
+	return s != "" && !strings.ContainsFunc(s, func(r rune) bool {
+		return r <= ' ' || r > '~' || strings.ContainsRune(`"(),/:;<=>?@[\]{}`, r)
+	})
 }
 
 // invalid is the error of an invalid option.
@@ -200,5 +270,11 @@ func (o Options) withDefaults() Options {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
+	// A copy: the caller's slice stays theirs.
+	headers := make([]string, len(o.FingerprintHeaders))
+	for i, h := range o.FingerprintHeaders {
+		headers[i] = http.CanonicalHeaderKey(h)
+	}
+	o.FingerprintHeaders = headers
 	return o
 }

@@ -127,3 +127,35 @@ func TestRedisMismatchAndRestart(t *testing.T) {
 		t.Fatalf("%d runs, want 2", p.runs.Load())
 	}
 }
+
+// Two instances of a service on one real Redis, with the default options: a
+// duplicate that lands on the second instance while the first runs waits,
+// and gets the first instance's response (one run). The caller's scope is a
+// digest of its credentials, the same on both instances.
+func TestDuplicateOnSecondInstanceGetsFirstResponse(t *testing.T) {
+	srv := redistest.Start(t, redistest.Options{})
+	prefix := fmt.Sprintf("h%d:", prefixSeq.Add(1))
+	rtA, rtB := redisRuntime(t, srv, prefix), redisRuntime(t, srv, prefix)
+	p := newPayments()
+	a, _ := serve(t, httpidem.Options{Runtime: rtA}, p)
+	b, _ := serve(t, httpidem.Options{Runtime: rtB}, p)
+	release := p.Hold()
+	defer release()
+	first := make(chan reply, 1)
+	go func() { first <- do(a, http.MethodPost, "/payments", "k", "pay 10", "Authorization", "Bearer alice") }()
+	p.WaitStarted(t)
+	duplicate := make(chan reply, 1)
+	go func() {
+		duplicate <- do(b, http.MethodPost, "/payments", "k", "pay 10", "Authorization", "Bearer alice")
+	}()
+	idemtest.Eventually(t, "the duplicate waiting on instance b", func() bool { return rtB.Stats().Waiters == 1 })
+	release()
+	owner := idemtest.Recv(t, first)
+	expect(t, "first, on a", owner, http.StatusCreated, false, "")
+	expect(t, "duplicate, on b", idemtest.Recv(t, duplicate), http.StatusCreated, true, owner.body)
+	// Another caller with the key, on b: its own run.
+	expect(t, "another caller, on b", post(t, b, "k", "pay 10", "Authorization", "Bearer bob"), http.StatusCreated, false, "")
+	if p.runs.Load() != 2 {
+		t.Fatalf("%d runs, want 2", p.runs.Load())
+	}
+}
