@@ -2,7 +2,6 @@ package httpidem
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -55,54 +54,6 @@ func StatusFor(err error) int {
 	}
 	return http.StatusInternalServerError
 }
-
-// problem is an RFC 9457 problem document, the error format the IETF draft
-// uses in its examples.
-type problem struct {
-	Type   string `json:"type"`
-	Title  string `json:"title"`
-	Status int    `json:"status"`
-	Detail string `json:"detail"`
-}
-
-// WriteProblem is the default Options.OnError: it answers with status and an
-// application/problem+json body (RFC 9457) whose detail says what went
-// wrong. Client errors (4xx) carry err's message; server errors carry a
-// fixed text, so no internal detail reaches the client. 409 and 503 answers
-// have Retry-After: 1 unless the header is set.
-func WriteProblem(w http.ResponseWriter, _ *http.Request, status int, err error) {
-	detail := ""
-	switch status {
-	case http.StatusConflict:
-		detail = "A request with the same Idempotency-Key is being processed; retry later."
-	case http.StatusUnprocessableEntity:
-		detail = "The Idempotency-Key was already used with a different request (method, path, tenant or body)."
-	case http.StatusServiceUnavailable:
-		detail = "The request could not be processed now; retry later."
-	case http.StatusInternalServerError:
-		detail = "The request failed; it was not recorded, so a retry runs it again."
-	default:
-		if err != nil {
-			detail = err.Error()
-		}
-	}
-	h := w.Header()
-	if (status == http.StatusConflict || status == http.StatusServiceUnavailable) && h.Get("Retry-After") == "" {
-		h.Set("Retry-After", retryAfter)
-	}
-	h.Set("Content-Type", "application/problem+json")
-	h.Set("Cache-Control", "no-store")
-	h.Del("Content-Length")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(problem{Type: "about:blank", Title: http.StatusText(status), Status: status, Detail: detail})
-}
-
-// retryAfter is the Retry-After of a 409 or 503, in seconds. One second:
-// the retry either finds the response stored, or waits for it (up to
-// Options.Settle) where it would otherwise have slept; the holder's lease
-// is no estimate of when its response comes (it is renewed while the
-// handler runs).
-const retryAfter = "1"
 
 // unstored is a response that was produced but not kept (a status
 // StoreStatus refuses, NoStore, a route miss, or a body over

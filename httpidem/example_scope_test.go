@@ -88,7 +88,7 @@ func ExampleOptions_fingerprint() {
 	// Output:
 	// 200 replayed=false run 1
 	// 200 replayed=true run 1
-	// 422 replayed=false {"type":"about:blank","title":"Unprocessable Entity","status":422,"detail":"The Idempotency-Key was already used with a different request (method, path, tenant or body)."}
+	// 422 replayed=false {"type":"https://github.com/idemrt/idem/blob/main/docs/http.md#key-reused","title":"Idempotency-Key was used with a different request","status":422,"detail":"This key was first used with another request (method, path, query or body). Use a new key for a new request."}
 }
 
 // FingerprintHeaders: the same bytes under another Content-Type are another
@@ -101,5 +101,5 @@ func ExampleOptions_fingerprintHeaders() {
 	sendWith(h, "/", "k", "a=1", "Content-Type", "text/plain")
 	// Output:
 	// 200 replayed=false run 1
-	// 422 replayed=false {"type":"about:blank","title":"Unprocessable Entity","status":422,"detail":"The Idempotency-Key was already used with a different request (method, path, tenant or body)."}
+	// 422 replayed=false {"type":"https://github.com/idemrt/idem/blob/main/docs/http.md#key-reused","title":"Idempotency-Key was used with a different request","status":422,"detail":"This key was first used with another request (method, path, query or body). Use a new key for a new request."}
 }

@@ -56,8 +56,8 @@ func Example() {
 	// Output:
 	// 201 replayed=false charged 4200 (charge #1)
 	// 201 replayed=true charged 4200 (charge #1)
-	// 422 replayed=false {"type":"about:blank","title":"Unprocessable Entity","status":422,"detail":"The Idempotency-Key was already used with a different request (method, path, tenant or body)."}
-	// 400 replayed=false {"type":"about:blank","title":"Bad Request","status":400,"detail":"httpidem: Idempotency-Key header missing"}
+	// 422 replayed=false {"type":"https://github.com/idemrt/idem/blob/main/docs/http.md#key-reused","title":"Idempotency-Key was used with a different request","status":422,"detail":"This key was first used with another request (method, path, query or body). Use a new key for a new request."}
+	// 400 replayed=false {"type":"https://github.com/idemrt/idem/blob/main/docs/http.md#missing-key","title":"Idempotency-Key is missing","status":400,"detail":"httpidem: Idempotency-Key header missing"}
 	// charges: 1
 }
 
@@ -110,7 +110,7 @@ func ExampleMiddleware_Close() {
 	exchange(h, "POST", "/", "k", "")
 	// Output:
 	// <nil>
-	// 503 replayed=false {"type":"about:blank","title":"Service Unavailable","status":503,"detail":"The request could not be processed now; retry later."}
+	// 503 replayed=false {"type":"https://github.com/idemrt/idem/blob/main/docs/http.md#unavailable","title":"Service temporarily unavailable","status":503,"detail":"The request could not be processed now; retry it later with the same Idempotency-Key."}
 }
 
 // Keys are scoped per tenant: the same key in two tenants runs twice.
@@ -295,8 +295,17 @@ func ExampleWriteProblem() {
 	w := httptest.NewRecorder()
 	httpidem.WriteProblem(w, nil, http.StatusBadRequest, httpidem.ErrMissingKey)
 	fmt.Println(w.Code, w.Header().Get("Content-Type"))
+	fmt.Println("Link:", w.Header().Get("Link"))
+	fmt.Print(w.Body.String())
+
+	// An error of the application's own: a generic problem named after the
+	// status, in RFC 9110's words.
+	w = httptest.NewRecorder()
+	httpidem.WriteProblem(w, nil, http.StatusUnprocessableEntity, errors.New("amount must be positive"))
 	fmt.Print(w.Body.String())
 	// Output:
 	// 400 application/problem+json
-	// {"type":"about:blank","title":"Bad Request","status":400,"detail":"httpidem: Idempotency-Key header missing"}
+	// Link: <https://github.com/idemrt/idem/blob/main/docs/http.md#missing-key>; rel="describedby"
+	// {"type":"https://github.com/idemrt/idem/blob/main/docs/http.md#missing-key","title":"Idempotency-Key is missing","status":400,"detail":"httpidem: Idempotency-Key header missing"}
+	// {"type":"about:blank","title":"Unprocessable Content","status":422,"detail":"amount must be positive"}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/idemrt/idem/httpidem"
@@ -74,6 +75,9 @@ func TestFingerprintErrorIs400(t *testing.T) {
 	var syntax *json.SyntaxError
 	if !errors.Is(got, httpidem.ErrFingerprint) || !errors.As(got, &syntax) {
 		t.Fatalf("OnError got %v; want ErrFingerprint wrapping the JSON error", got)
+	}
+	if !strings.Contains(r.body, httpidem.ProblemFingerprintFailed) {
+		t.Fatalf("problem %s", r.body)
 	}
 	expect(t, "corrected", post(t, srv, "k", `{"amount":1}`), http.StatusCreated, false, "")
 	if p.runs.Load() != 1 {

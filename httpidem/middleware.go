@@ -275,5 +275,5 @@ func (m *Middleware) fail(w http.ResponseWriter, r *http.Request, err error) {
 	if status == http.StatusConflict || status == http.StatusServiceUnavailable {
 		w.Header().Set("Retry-After", retryAfter)
 	}
-	m.o.OnError(w, r, status, err)
+	m.o.OnError(w, withDocs(r, m.o.DocsURL), status, err)
 }

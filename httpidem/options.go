@@ -127,6 +127,14 @@ type Options struct {
 	// Default: none.
 	FingerprintHeaders []string
 
+	// DocsURL is the base of the type URI of every problem the middleware
+	// answers with: the URI is DocsURL followed by the problem's name (see
+	// [ProblemMissingKey] and the others), and is sent in the body's "type"
+	// and in a Link header (rel="describedby"). End it with '#' for one
+	// page with an anchor per problem, or '/' for a page per problem.
+	// Default: [DefaultDocsURL], this package's docs/http.md.
+	DocsURL string
+
 	// OnError writes the middleware's own error responses (400, 409, 413,
 	// 422, 500, 503). status is StatusFor(err). When it is called, a 409 or
 	// 503 already carries Retry-After.
@@ -206,6 +214,11 @@ func (o Options) validateChoices() error {
 			return invalid("FingerprintHeaders holds %q, which is not a header name", h)
 		}
 	}
+	// The base goes into a Link header between < and >: nothing there may
+	// end the field or the URI.
+	if strings.ContainsFunc(o.DocsURL, func(r rune) bool { return r <= ' ' || r > '~' || strings.ContainsRune(`<>"`, r) }) {
+		return invalid("DocsURL is %q; it must be a URI, without spaces, quotes or angle brackets", o.DocsURL)
+	}
 	return nil
 }
 
@@ -263,6 +276,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.StoreStatus == nil {
 		o.StoreStatus = DefaultStoreStatus
+	}
+	if o.DocsURL == "" {
+		o.DocsURL = DefaultDocsURL
 	}
 	if o.OnError == nil {
 		o.OnError = WriteProblem

@@ -106,6 +106,9 @@ func TestScopeAndFingerprintOptions(t *testing.T) {
 		"Fingerprint and its headers":       {Fingerprint: fp, FingerprintHeaders: []string{"Content-Type"}},
 		"a header name with a colon":        {FingerprintHeaders: []string{"Content-Type:"}},
 		"FailFast and Settle":               {FailFast: true, Settle: 1},
+		"a DocsURL with a space":            {DocsURL: "https://example.com/a b#"},
+		"a DocsURL with >":                  {DocsURL: "https://example.com/>#"},
+		"a DocsURL with a newline":          {DocsURL: "https://example.com/\r\nX: y"},
 	} {
 		if _, err := httpidem.New(o); !errors.Is(err, idem.ErrInvalidArgument) {
 			t.Errorf("%s: %v, want ErrInvalidArgument", what, err)
