@@ -56,15 +56,16 @@ func StatusFor(err error) int {
 }
 
 // unstored is a response that was produced but not kept (a status
-// StoreStatus refuses, NoStore, a route miss, or a body over
-// MaxStoredBody). It reaches idem.Do as a
-// transient error, so the key is released, and carries the response to the
-// owner, who still sends it.
+// StoreStatus refuses, NoStore, a route miss, a body over MaxStoredBody, a
+// stream). It reaches idem.Do as a transient error, so the key is released,
+// and carries the response to the owner, who still sends it (a stream has
+// been sent already: resp is nil).
 type unstored struct {
 	resp   *response
+	status int
 	reason string
 }
 
 func (e *unstored) Error() string {
-	return fmt.Sprintf("httpidem: response with status %d not stored: %s", e.resp.Status, e.reason)
+	return fmt.Sprintf("httpidem: response with status %d not stored: %s", e.status, e.reason)
 }

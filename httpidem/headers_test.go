@@ -91,3 +91,45 @@ func TestOuterHeadersAddedTo(t *testing.T) {
 		t.Fatalf("Vary %q, want Origin,Accept-Encoding (as without the middleware)", got)
 	}
 }
+
+// Every answer to a keyed request names its key, as the client sent it:
+// the first run, a replay, a waiter's, and the problems once the key is
+// parsed. A handler's own Idempotency-Key header is not what the client
+// gets.
+func TestKeyEchoed(t *testing.T) {
+	rt := idemtest.Runtime(t, idem.Options{})
+	p := newPayments()
+	srv, _ := serve(t, httpidem.Options{Runtime: rt, FailFast: true, MaxRequestBody: 16}, p)
+	forging, _ := serve(t, httpidem.Options{}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set(httpidem.HeaderKey, "forged")
+		w.WriteHeader(http.StatusCreated)
+	}))
+	echoed := func(what string, r reply, want string) {
+		t.Helper()
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		if got := r.header.Values(httpidem.HeaderKey); len(got) != 1 || got[0] != want {
+			t.Fatalf("%s: Idempotency-Key %q, want %q", what, got, want)
+		}
+	}
+	echoed("first run", post(t, srv, `"k-1"`, "x"), `"k-1"`)
+	echoed("replay, bare form", post(t, srv, "k-1", "x"), "k-1")
+	echoed("422", post(t, srv, "k-1", "y"), "k-1")
+	echoed("413", post(t, srv, "k-2", strings.Repeat("x", 17)), "k-2")
+	release := p.Hold()
+	owner := make(chan reply, 1)
+	go func() { owner <- do(srv, http.MethodPost, "/payments", "k-3", "x") }()
+	p.WaitStarted(t)
+	echoed("409", post(t, srv, "k-3", "x"), "k-3")
+	release()
+	echoed("owner", idemtest.Recv(t, owner), "k-3")
+	echoed("handler's own", post(t, forging, "k-4", "x"), "k-4")
+	echoed("handler's own, replayed", post(t, forging, "k-4", "x"), "k-4")
+	// Not parsed: nothing to echo.
+	for _, key := range []string{"", "a,b"} {
+		if r := post(t, srv, key, "x"); r.header.Get(httpidem.HeaderKey) != "" {
+			t.Fatalf("key %q: echoed %q", key, r.header.Get(httpidem.HeaderKey))
+		}
+	}
+}

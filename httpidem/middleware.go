@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"runtime/debug"
+	"strings"
 	"sync"
 
 	"github.com/idemrt/idem"
@@ -88,7 +89,8 @@ func (m *Middleware) Close(ctx context.Context) error {
 //
 // For a request whose method is one of Options.Methods and that carries an
 // Idempotency-Key header, next runs once per (scope, key): see the package
-// documentation for what every other request with the key gets.
+// documentation for what every other request with the key gets, and for
+// wrapping a route or a whole router.
 func (m *Middleware) Handler(next http.Handler) http.Handler {
 	if next == nil {
 		panic("httpidem: Handler(nil)")
@@ -99,7 +101,7 @@ func (m *Middleware) Handler(next http.Handler) http.Handler {
 }
 
 func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Handler) {
-	key, pass, err := m.keyOf(r)
+	key, echo, pass, err := m.keyOf(r)
 	switch {
 	case err != nil:
 		m.fail(w, r, err)
@@ -116,6 +118,9 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 		next.ServeHTTP(w, r)
 		return
 	}
+	// Every answer to a keyed request names its key, the problems
+	// included, so that a client can match answers to operations.
+	w.Header().Set(HeaderKey, echo)
 	if err := store.ValidateKey(k.scoped); err != nil {
 		m.fail(w, r, fmt.Errorf("httpidem: tenant %q: %w", k.tenant, err))
 		return
@@ -138,24 +143,25 @@ type keyed struct {
 	body, fp            []byte
 }
 
-// keyOf returns the request's Idempotency-Key. pass is true for a request
-// the middleware lets through untouched: one whose method it does not apply
-// to, or one without a key when Options.Optional.
-func (m *Middleware) keyOf(r *http.Request) (key string, pass bool, err error) {
+// keyOf returns the request's Idempotency-Key, and the header's value to
+// echo. pass is true for a request the middleware lets through untouched:
+// one whose method it does not apply to, or one without a key when
+// Options.Optional.
+func (m *Middleware) keyOf(r *http.Request) (key, echo string, pass bool, err error) {
 	if !m.methods[r.Method] {
-		return "", true, nil
+		return "", "", true, nil
 	}
 	values := r.Header.Values(HeaderKey)
 	switch {
 	case len(values) == 0 && m.o.Optional:
-		return "", true, nil
+		return "", "", true, nil
 	case len(values) == 0:
-		return "", false, ErrMissingKey
+		return "", "", false, ErrMissingKey
 	case len(values) > 1:
-		return "", false, fmt.Errorf("%w: %d Idempotency-Key headers; send one", ErrMalformedKey, len(values))
+		return "", "", false, fmt.Errorf("%w: %d Idempotency-Key headers; send one", ErrMalformedKey, len(values))
 	}
 	key, err = ParseKey(values[0])
-	return key, false, err
+	return key, strings.Trim(values[0], " \t"), false, err
 }
 
 // once runs next under idem.Do on the request's key and answers the
@@ -163,23 +169,35 @@ func (m *Middleware) keyOf(r *http.Request) (key string, pass bool, err error) {
 // of another, or an error.
 func (m *Middleware) once(w http.ResponseWriter, r *http.Request, next http.Handler, k *keyed) {
 	req := r.Clone(context.WithValue(r.Context(), heldKey{}, held{rt: m.rt, key: k.scoped}))
-	base := w.Header().Clone() // what outer middleware set: the handler sees it, the record does not
+	// What outer middleware set: the handler sees it, the record does not.
+	base := w.Header().Clone()
+	base.Del(HeaderKey)
 	var how idem.Outcome
-	opts := append(m.opts[:len(m.opts):len(m.opts)],
-		idem.WithFingerprint(k.fp), idem.WithOutcome(&how))
+	var streamed bool
+	opts := append(m.opts[:len(m.opts):len(m.opts)], idem.WithFingerprint(k.fp), idem.WithOutcome(&how))
 	resp, err := idem.Do(req.Context(), m.rt, k.scoped, func(ctx context.Context) (*response, error) {
-		return m.run(ctx, req, next, k, base)
+		rec := newRecorder(w, base)
+		defer func() { streamed = rec.streaming }()
+		return m.run(ctx, req, next, k, rec)
 	}, opts...)
-	if err == nil {
+	var pe *idem.PanicError
+	switch {
+	case streamed:
+		// The response went to the client as the handler wrote it (the
+		// function ran on this goroutine, so streamed is this run's).
+		// A panic can only cut it short, as net/http would.
+		if errors.As(err, &pe) {
+			panic(http.ErrAbortHandler)
+		}
+		return
+	case err == nil:
 		resp.write(w, how != idem.Executed)
 		return
 	}
-	var un *unstored
-	if errors.As(err, &un) {
+	if un, ok := errors.AsType[*unstored](err); ok {
 		un.resp.write(w, false) // this request's own response, not kept
 		return
 	}
-	var pe *idem.PanicError
 	if errors.As(err, &pe) && how == idem.Executed && pe.Value == http.ErrAbortHandler {
 		panic(http.ErrAbortHandler) // abort the response, as the handler asked
 	}
@@ -198,16 +216,15 @@ type held struct {
 	key string
 }
 
-// run is idem.Do's function: it runs the handler against a recorder and
-// says whether its response is to be stored. A response that is not
-// (NoStore, a route miss, a status StoreStatus refuses, a body too large)
+// run is idem.Do's function: it runs the handler against rec and says
+// whether its response is to be stored. A response that is not (a stream,
+// NoStore, a route miss, a status StoreStatus refuses, a body too large)
 // comes back as an *unstored error, which releases the key.
-func (m *Middleware) run(ctx context.Context, req *http.Request, next http.Handler, k *keyed, base http.Header) (*response, error) {
+func (m *Middleware) run(ctx context.Context, req *http.Request, next http.Handler, k *keyed, rec *recorder) (*response, error) {
 	// A copy of its own: routers set its Pattern, which is read below.
 	req = req.WithContext(ctx)
 	req.Body, req.GetBody = bodyReader(k.body), func() (io.ReadCloser, error) { return bodyReader(k.body), nil }
 	req.ContentLength, req.TransferEncoding = int64(len(k.body)), nil
-	rec := newRecorder(base)
 	defer func() {
 		// Logged here, by the run itself: once its client has left, its
 		// own request's call may answer with the context's error instead.
@@ -221,19 +238,24 @@ func (m *Middleware) run(ctx context.Context, req *http.Request, next http.Handl
 		}
 	}()
 	next.ServeHTTP(rec, req)
+	rec.finish()
+	if rec.streaming {
+		return nil, &unstored{status: rec.status, reason: "streamed to the client"}
+	}
 	resp := rec.result()
 	switch {
 	case rec.noStore:
-		return nil, &unstored{resp: resp, reason: "the handler called NoStore"}
+		return nil, &unstored{resp: resp, status: resp.Status, reason: "the handler called NoStore"}
 	case routeMiss(resp.Status, req):
-		return nil, &unstored{resp: resp, reason: "no route matched"}
+		return nil, &unstored{resp: resp, status: resp.Status, reason: "no route matched"}
 	case !m.o.StoreStatus(resp.Status):
-		return nil, &unstored{resp: resp, reason: "StoreStatus refuses it"}
+		return nil, &unstored{resp: resp, status: resp.Status, reason: "StoreStatus refuses it"}
 	case len(resp.Body) > m.o.MaxStoredBody:
 		m.o.Logger.Warn("httpidem: response body too large to store; the key is released, so a retry runs the handler again",
 			"key", k.key, "tenant", k.tenant, "method", req.Method, "path", req.URL.Path,
 			"status", resp.Status, "bytes", len(resp.Body), "limit", m.o.MaxStoredBody)
-		return nil, &unstored{resp: resp, reason: fmt.Sprintf("body of %d bytes, over MaxStoredBody %d", len(resp.Body), m.o.MaxStoredBody)}
+		return nil, &unstored{resp: resp, status: resp.Status,
+			reason: fmt.Sprintf("body of %d bytes, over MaxStoredBody %d", len(resp.Body), m.o.MaxStoredBody)}
 	}
 	return resp, nil
 }

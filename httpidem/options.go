@@ -105,7 +105,8 @@ type Options struct {
 	// StoreStatus says which response statuses are stored and replayed;
 	// the key of any other response is released, so a retry runs the
 	// handler again. Whatever it says, a route miss (see the package
-	// documentation) and a response marked with [NoStore] are not stored.
+	// documentation), a streamed response and one marked with [NoStore]
+	// are not stored.
 	// Default: [DefaultStoreStatus]: 2xx, 3xx and 4xx outcomes, without
 	// the statuses a retry can change (5xx, 429, 401, ...).
 	StoreStatus func(status int) bool
@@ -136,8 +137,9 @@ type Options struct {
 	DocsURL string
 
 	// OnError writes the middleware's own error responses (400, 409, 413,
-	// 422, 500, 503). status is StatusFor(err). When it is called, a 409 or
-	// 503 already carries Retry-After.
+	// 422, 500, 503). status is StatusFor(err). When it is called, the
+	// response already carries Idempotency-Key (once the key is parsed)
+	// and, on 409 and 503, Retry-After.
 	// Default: WriteProblem (application/problem+json).
 	OnError func(w http.ResponseWriter, r *http.Request, status int, err error)
 

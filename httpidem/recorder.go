@@ -2,67 +2,45 @@ package httpidem
 
 import (
 	"bytes"
-	"encoding/gob"
 	"fmt"
+	"io"
+	"mime"
 	"net/http"
 	"slices"
+	"time"
 )
 
-// response is what is stored for a key: the first response's status, the
-// headers its handler set (an empty list: a header it removed), and its
-// body. It is encoded with gob, which keeps header bytes that are not UTF-8.
-// In this process the value may be shared between callers: it is read-only
-// once stored.
-type response struct {
-	Status int
-	Header http.Header
-	Body   []byte
-}
-
-// gobCodec is the idem codec of stored responses.
-type gobCodec struct{}
-
-func (gobCodec) Marshal(v any) ([]byte, error) {
-	var b bytes.Buffer
-	err := gob.NewEncoder(&b).Encode(v)
-	return b.Bytes(), err
-}
-
-func (gobCodec) Unmarshal(data []byte, v any) error {
-	return gob.NewDecoder(bytes.NewReader(data)).Decode(v)
-}
-
-// unkept are the response headers that are not stored: they describe one
-// connection, not the response (RFC 9110 §7.6.1), or would mislabel a
-// replay.
-var unkept = []string{
-	"Connection", "Keep-Alive", "Proxy-Connection", "Transfer-Encoding",
-	"Upgrade", "Te", "Trailer", HeaderReplayed,
-}
-
-// recorder is the ResponseWriter the handler writes to: the handler runs
-// inside idem.Do's function (on its request's goroutine, see
-// idem.WithOwnerWaits in New), and only once it has returned is it known
-// whether its response is stored, so it never touches the real writer.
-// Every caller then writes the recorded response to its own writer, the
-// handler's own request included.
+// recorder is the ResponseWriter the handler writes to. The handler runs
+// inside idem.Do's function, on its request's goroutine (idem.WithOwnerWaits
+// in New), and by default its response is buffered: only once the handler
+// has returned is it known whether the response is stored. Every caller
+// then writes the recorded response to its own writer, the handler's own
+// request included.
+//
+// A response that streams is passed through instead: when the handler
+// flushes, or sends Content-Type text/event-stream, the recorder writes
+// what it holds to the owner's real writer (valid until the handler
+// returns, since the owner's request waits for it) and every later write
+// goes straight there. Such a response is never stored.
 //
 // Like net/http, it takes the headers as they are at the first WriteHeader
 // (or Write); later changes to Header() are ignored. 1xx informational
-// responses are dropped, and Flush does nothing: the response is buffered.
+// responses are dropped.
 type recorder struct {
-	base    http.Header // what outer middleware had set before the handler ran
-	header  http.Header
-	status  int
-	sent    http.Header // the headers at WriteHeader
-	body    bytes.Buffer
-	noStore bool // NoStore was called
+	real      http.ResponseWriter // the owner's writer
+	base      http.Header         // what outer middleware had set before the handler ran
+	header    http.Header
+	status    int
+	sent      http.Header // the headers at WriteHeader
+	body      bytes.Buffer
+	noStore   bool // NoStore was called
+	streaming bool // the response goes straight to real
 }
 
 // newRecorder starts with base's headers, so the handler sees (and may add
 // to) what outer middleware set, as it would without the middleware.
-func newRecorder(base http.Header) *recorder {
-	return &recorder{base: base, header: base.Clone()}
+func newRecorder(real http.ResponseWriter, base http.Header) *recorder {
+	return &recorder{real: real, base: base, header: base.Clone()}
 }
 
 func (r *recorder) Header() http.Header { return r.header }
@@ -81,11 +59,17 @@ func (r *recorder) WriteHeader(status int) {
 	}
 	r.status = status
 	r.sent = r.header.Clone()
+	if isEventStream(r.sent.Get("Content-Type")) {
+		r.stream()
+	}
 }
 
 func (r *recorder) Write(p []byte) (int, error) {
 	if r.status == 0 {
 		r.WriteHeader(http.StatusOK)
+	}
+	if r.streaming {
+		return r.real.Write(p)
 	}
 	return r.body.Write(p)
 }
@@ -95,18 +79,88 @@ func (r *recorder) WriteString(s string) (int, error) {
 	if r.status == 0 {
 		r.WriteHeader(http.StatusOK)
 	}
+	if r.streaming {
+		return io.WriteString(r.real, s)
+	}
 	return r.body.WriteString(s)
 }
 
-// Flush does nothing: the whole response is sent once the handler returns.
-func (r *recorder) Flush() {}
+// Flush starts streaming the response (see recorder) and flushes it to
+// the client.
+func (r *recorder) Flush() { _ = r.FlushError() }
 
-// result returns the recorded response; a handler that wrote nothing sent an
-// empty 200, as with net/http.
-func (r *recorder) result() *response {
+// FlushError is Flush for http.ResponseController, which prefers it: it
+// returns the real writer's error.
+func (r *recorder) FlushError() error {
 	if r.status == 0 {
 		r.WriteHeader(http.StatusOK)
 	}
+	if !r.streaming {
+		r.stream()
+	}
+	return http.NewResponseController(r.real).Flush()
+}
+
+// SetWriteDeadline sets the real connection's write deadline, which also
+// bounds the writing of a buffered response once the handler returns.
+func (r *recorder) SetWriteDeadline(t time.Time) error {
+	return http.NewResponseController(r.real).SetWriteDeadline(t)
+}
+
+// SetReadDeadline sets the real connection's read deadline. (The body the
+// handler reads is already in memory.)
+func (r *recorder) SetReadDeadline(t time.Time) error {
+	return http.NewResponseController(r.real).SetReadDeadline(t)
+}
+
+// EnableFullDuplex asks the real writer for full duplex, as the handler
+// would without the middleware.
+func (r *recorder) EnableFullDuplex() error {
+	return http.NewResponseController(r.real).EnableFullDuplex()
+}
+
+// stream writes the status, the headers and the body so far to the real
+// writer; later writes go straight to it.
+func (r *recorder) stream() {
+	r.streaming = true
+	h := r.real.Header()
+	for k := range r.base {
+		if _, ok := r.sent[k]; !ok {
+			delete(h, k) // removed by the handler
+		}
+	}
+	for k, vs := range r.sent {
+		h[k] = vs
+	}
+	h.Del(HeaderReplayed)
+	r.real.WriteHeader(r.status)
+	if r.body.Len() > 0 {
+		_, _ = r.real.Write(r.body.Bytes())
+		r.body.Reset()
+	}
+}
+
+// isEventStream reports whether a Content-Type is text/event-stream.
+func isEventStream(contentType string) bool {
+	if contentType == "" {
+		return false
+	}
+	mt, _, err := mime.ParseMediaType(contentType)
+	return err == nil && mt == "text/event-stream"
+}
+
+// finish ends the response once the handler has returned: a handler that
+// wrote nothing sent an empty 200, as with net/http (and a stream, if it
+// set Content-Type text/event-stream).
+func (r *recorder) finish() {
+	if r.status == 0 {
+		r.WriteHeader(http.StatusOK)
+	}
+}
+
+// result returns the recorded response of a finished recorder that did not
+// stream.
+func (r *recorder) result() *response {
 	// Keep what the handler changed; what outer middleware set belongs to
 	// each request (a replay gets its own request's).
 	h := http.Header{}
@@ -127,23 +181,4 @@ func (r *recorder) result() *response {
 		h = nil
 	}
 	return &response{Status: r.status, Header: h, Body: r.body.Bytes()}
-}
-
-// write sends resp to w, marked as a replay or not.
-func (resp *response) write(w http.ResponseWriter, replayed bool) {
-	h := w.Header()
-	for k, vs := range resp.Header {
-		if len(vs) == 0 {
-			delete(h, k)
-			continue
-		}
-		h[k] = append([]string(nil), vs...)
-	}
-	if replayed {
-		h.Set(HeaderReplayed, "true")
-	}
-	w.WriteHeader(resp.Status)
-	if len(resp.Body) > 0 {
-		_, _ = w.Write(resp.Body)
-	}
 }

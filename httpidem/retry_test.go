@@ -79,6 +79,9 @@ func TestRetryingClientGetsFirstResult(t *testing.T) {
 	release <- struct{}{} // the first attempt's handler returns
 	got := idemtest.Recv(t, replies)
 	expect(t, "the client's answer", got, http.StatusCreated, true, "charged 42 (run 1)")
+	if k := got.header.Get(httpidem.HeaderKey); k != `"5f0c6a1e-7e0a-4d0c-9a55-7b6b0c1c2f11"` {
+		t.Fatalf("Idempotency-Key %q on the answer", k)
+	}
 	if runs.Load() != 1 {
 		t.Fatalf("%d runs, want 1", runs.Load())
 	}
