@@ -54,6 +54,10 @@
 // existence here: the record under the lock key holds both (see
 // docs/cqrs.md).
 //
+// [Idempotency.Processed], [Idempotency.Payload] and [Idempotency.Forget]
+// read and delete a command's record by tenant and request id, on the
+// behaviour's runtime, its private one too.
+//
 // With no runtime configured, the behaviour owns an idem runtime on the
 // in-memory store (close it with [Idempotency.Close]); give it a runtime on
 // the Redis store (store/redisstore) and every service instance shares the

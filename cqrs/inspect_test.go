@@ -1,0 +1,126 @@
+package cqrs_test
+
+import (
+	"encoding/json"
+	"errors"
+	"testing"
+
+	"github.com/idemrt/idem"
+	"github.com/idemrt/idem/cqrs"
+	"github.com/idemrt/idem/internal/idemtest"
+)
+
+// Processed, Payload and Forget: a command's record by tenant and request
+// id, with the behaviour's private runtime and with a runtime of the
+// caller's, on one instance and across two on Redis.
+
+func TestProcessedPayloadForget(t *testing.T) {
+	for name, opts := range map[string]cqrs.IdempotencyOptions{
+		"private runtime": {},
+		"given runtime":   {Runtime: idemtest.Runtime(t, idem.Options{})},
+	} {
+		t.Run(name, func(t *testing.T) {
+			p := newIdem(t, opts)
+			o := newOrders()
+			bus := newBus(t, p, o)
+			if ok, err := p.Processed(bg, "acme", "req-1"); ok || err != nil {
+				t.Fatalf("before the dispatch: %v %v", ok, err)
+			}
+			if _, err := p.Payload(bg, "acme", "req-1"); !errors.Is(err, idem.ErrNotFound) {
+				t.Fatalf("payload before the dispatch: %v", err)
+			}
+			first, err := cqrs.Dispatch[Order](reqCtx("acme", "req-1"), bus, PlaceOrder{SKU: "book", Qty: 2})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ok, err := p.Processed(bg, "acme", "req-1"); !ok || err != nil {
+				t.Fatalf("after the dispatch: %v %v", ok, err)
+			}
+			if ok, err := p.Processed(bg, "globex", "req-1"); ok || err != nil {
+				t.Fatalf("the same request id in another tenant: %v %v", ok, err)
+			}
+			raw, err := p.Payload(bg, "acme", "req-1")
+			var got Order
+			if err != nil || json.Unmarshal(raw, &got) != nil || got != first {
+				t.Fatalf("payload %s, %v; want %+v", raw, err, first)
+			}
+			if err := p.Forget(bg, "acme", "req-1"); err != nil {
+				t.Fatal(err)
+			}
+			if ok, err := p.Processed(bg, "acme", "req-1"); ok || err != nil {
+				t.Fatalf("after Forget: %v %v", ok, err)
+			}
+			again, err := cqrs.Dispatch[Order](reqCtx("acme", "req-1"), bus, PlaceOrder{SKU: "book", Qty: 2})
+			if err != nil || again == first || o.runs.Load() != 2 {
+				t.Fatalf("after Forget the handler runs again: %+v %v (%d runs)", again, err, o.runs.Load())
+			}
+		})
+	}
+}
+
+func TestProcessedInProgress(t *testing.T) {
+	p := newIdem(t, cqrs.IdempotencyOptions{})
+	o := newOrders()
+	bus := newBus(t, p, o)
+	release := o.Hold()
+	defer release()
+	ch := goPlace(reqCtx("", "req-2"), bus, PlaceOrder{SKU: "pen", Qty: 1})
+	o.WaitStarted(t)
+	if ok, err := p.Processed(bg, "", "req-2"); ok || err != nil {
+		t.Fatalf("in progress: %v %v", ok, err)
+	}
+	if _, err := p.Payload(bg, "", "req-2"); !errors.Is(err, idem.ErrInProgress) {
+		t.Fatalf("payload in progress: %v", err)
+	}
+	if err := p.Forget(bg, "", "req-2"); !errors.Is(err, idem.ErrConflict) {
+		t.Fatalf("forget in progress: %v", err)
+	}
+	release()
+	if a := idemtest.Recv(t, ch); a.err != nil {
+		t.Fatal(a.err)
+	}
+	if ok, err := p.Processed(bg, "", "req-2"); !ok || err != nil {
+		t.Fatalf("done: %v %v", ok, err)
+	}
+}
+
+func TestProcessedRefuses(t *testing.T) {
+	p := newIdem(t, cqrs.IdempotencyOptions{})
+	if _, err := p.Processed(bg, "acme", ""); !errors.Is(err, cqrs.ErrNoRequestID) {
+		t.Fatalf("no request id: %v", err)
+	}
+	if _, err := p.Payload(bg, "acme\x01", "r"); !errors.Is(err, cqrs.ErrInvalidTenant) {
+		t.Fatalf("a bad tenant: %v", err)
+	}
+	if err := p.Forget(bg, "", "r\x00"); !errors.Is(err, cqrs.ErrInvalidRequestID) {
+		t.Fatalf("a bad request id: %v", err)
+	}
+	if err := p.Close(bg); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Processed(bg, "acme", "r"); !errors.Is(err, idem.ErrClosed) {
+		t.Fatalf("closed: %v", err)
+	}
+}
+
+// A command processed on one instance is processed on the other, and
+// forgotten there for both.
+func TestProcessedAcrossInstances(t *testing.T) {
+	rts := redisInstances(t, 2, nil)
+	o := newOrders()
+	p0 := newIdem(t, cqrs.IdempotencyOptions{Runtime: rts[0]})
+	p1 := newIdem(t, cqrs.IdempotencyOptions{Runtime: rts[1]})
+	bus0 := newBus(t, p0, o)
+	if _, err := cqrs.Dispatch[Order](reqCtx("acme", "req-3"), bus0, PlaceOrder{SKU: "mug", Qty: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := p1.Processed(bg, "acme", "req-3"); !ok || err != nil {
+		t.Fatalf("on the other instance: %v %v", ok, err)
+	}
+	if err := p1.Forget(bg, "acme", "req-3"); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := p1.Processed(bg, "acme", "req-3"); ok || err != nil {
+		t.Fatalf("forgotten: %v %v", ok, err)
+	}
+}
