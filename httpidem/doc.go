@@ -1,7 +1,7 @@
 // Package httpidem is net/http middleware for the Idempotency-Key header
 // (IETF httpapi draft "The Idempotency-Key HTTP Header Field"): a request
-// that carries a key runs its handler once, and every other request with the
-// key gets the first one's response back.
+// that carries a key runs its handler once, and every other request from
+// the same caller with the key gets the first one's response back.
 //
 //	mw, err := httpidem.New(httpidem.Options{})
 //	...
@@ -10,7 +10,8 @@
 //
 // [Middleware.Handler] has the shape routers take for middleware
 // (func(http.Handler) http.Handler), so it works with net/http's ServeMux and
-// with routers such as chi.
+// with routers such as chi. Wrap each route, as above: see "Routers" below
+// for what changes when it wraps a whole router.
 //
 // # What a request gets
 //
@@ -23,44 +24,79 @@
 //     accepted);
 //   - a body over Options.MaxRequestBody: 413;
 //   - the first request with a key runs the handler; its response (status,
-//     headers, body) is stored, if Options.StoreStatus accepts the status
-//     (2xx–4xx by default) and the body fits Options.MaxStoredBody;
+//     headers, body) is stored if it is a settled outcome: see
+//     [DefaultStoreStatus] (Options.StoreStatus overrides it), and below;
 //   - a later request with the key gets the stored response, marked with
 //     the header Idempotent-Replayed: true, without running the handler;
-//   - a request with the key while the first is in flight waits up to
-//     Options.Settle for its response (marked as a replay), then gets 409;
-//     with Settle 0, the default, it gets 409 at once;
+//   - a request with the key while the first is in flight waits for its
+//     response (marked as a replay), up to Options.Settle (10s by default)
+//     and never past its own request's context; then it gets 409 with
+//     Retry-After. With Options.FailFast it gets the 409 at once;
 //   - a request with the key but a different fingerprint (method, path and
-//     query, tenant, SHA-256 of the body) gets 422, whether the first is in
-//     flight or done, whether its response comes from the cache or the
-//     store;
-//   - a response that is not stored (a 5xx, a body too large) still goes to
-//     its own client, and the key is released: the next request with it
-//     runs the handler again (a waiting request is handed the key and runs
-//     it at once). A handler panic releases the key too; its request, and
-//     the requests waiting for it, get 500, and the panic is logged with its
-//     stack (panic(http.ErrAbortHandler) aborts the response as net/http
-//     does).
+//     query, scope, SHA-256 of the body, by default; see
+//     Options.Fingerprint) gets 422, whether the first is in flight or done,
+//     whether its response comes from the cache or the store;
+//   - a response that is not stored still goes to its own client, and the
+//     key is released: the next request with it runs the handler again (a
+//     waiting request is handed the key and runs it at once). A handler
+//     panic releases the key too; its request, and the requests waiting for
+//     it, get 500, and the panic is logged with its stack
+//     (panic(http.ErrAbortHandler) aborts the response as net/http does).
 //
-// Errors of the middleware itself are answered by Options.OnError,
-// [WriteProblem] (application/problem+json) by default, with the status
-// [StatusFor] gives.
+// A response is not stored when StoreStatus refuses its status (5xx, 429,
+// 400, 401, 404... by default), when the handler called [NoStore], when it
+// is a router's own 404 or 405 (a route miss), when it streamed, or when
+// its body is over Options.MaxStoredBody.
 //
-// # Keys and tenants
+// Every response to a request with a parsed key carries the key back in an
+// Idempotency-Key header. Errors of the middleware itself are answered by
+// Options.OnError, [WriteProblem] by default: application/problem+json
+// (RFC 9457) with a type URI per problem that links to its documentation
+// (Options.DocsURL), with the status [StatusFor] gives.
 //
-// A key is scoped per tenant (Options.Tenant) with store.BuildKey:
-// ff:idemp:<tenant>:<version>:<key>, the tenant and version escaped, so the
-// same key in two tenants is two keys.
+// # Scopes
+//
+// A key belongs to a scope, and the same key in two scopes is two keys:
+// the idem key is store.BuildKey(key, {Namespace: scope, Version}), that is
+// ff:idemp:<scope>:<version>:<key>. The scope is Options.Tenant's answer
+// when it is set (take it from the authenticated principal); by default it
+// is a digest of the request's credentials (its Authorization header and
+// the cookies named in Options.CredentialCookies), so that one caller never
+// gets another's response. Options.SharedScope puts every request in one
+// scope, for endpoints without credentials.
+//
+// # Routers
+//
+// net/http's ServeMux and chi set Request.Pattern on the request they
+// route when a route matches. The handler gets a request of its own; once
+// it returns, a 404 or 405 whose request has no Pattern is a route miss,
+// never stored, so the corrected request with the same key runs. Wrapping
+// per route (mux.Handle("POST /payments", mw.Handler(h))) is the
+// recommended shape: misses and the router's redirects never reach the
+// middleware, and a handler's own 404 (its route's pattern set) is stored
+// if StoreStatus says so. Around a whole ServeMux, or in chi's Use (which
+// hands the middleware the request chi then routes), misses are
+// recognised. chi wrapped from outside (mw.Handler(router)) routes a copy
+// of the request whose Pattern the middleware does not see: its 404 and
+// 405, a handler's included, are then never stored.
 //
 // # How the handler runs
 //
-// The handler runs inside idem.Do's function, against a recorder: the
-// response is buffered, then written to the client of every request with
-// the key, the first included. The handler gets a copy of the request whose
-// body is the buffered body and whose context keeps the request's values and
-// deadline but not its cancellation: if the client goes away, the handler
-// goes on and its response is stored for the retry. Streaming, trailers,
-// 1xx responses and hijacking are not supported behind the middleware.
+// The handler runs inside idem.Do's function, on its request's goroutine,
+// against a recorder: the response is buffered, then written to the client
+// of every request with the key, the first included. The handler gets a
+// copy of the request whose body is the buffered body and whose context
+// keeps the request's values and deadline but not its cancellation: if the
+// client goes away, the handler goes on and its response is stored for the
+// retry.
+//
+// A handler that flushes (http.Flusher, or http.ResponseController), or
+// sends Content-Type text/event-stream, streams instead: what it wrote so
+// far and everything after goes straight to its client. A streamed
+// response is never stored; the key is released when the handler returns.
+// http.ResponseController's SetWriteDeadline, SetReadDeadline and
+// EnableFullDuplex reach the real connection. Trailers, 1xx responses and
+// hijacking are not supported behind the middleware.
 //
 // With no runtime configured, the middleware owns an idem runtime on the
 // in-memory store (close it with [Middleware.Close]); give it a runtime on
