@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/idemrt/idem/actors"
 	"github.com/idemrt/idem/store"
@@ -32,10 +33,11 @@ type ClearOptions struct {
 	Progress func(ClearResult)
 }
 
-// ClearResult counts what [Runtime.Clear] did.
+// ClearResult counts what [Runtime.Clear] did. A store may return a key on
+// two pages (see store.Scanner; Redis's SCAN does while its tables are
+// resized): the counts then count it twice.
 type ClearResult struct {
-	// Scanned is how many keys of the scope the scan returned. A store may
-	// return a key more than once (see store.Scanner).
+	// Scanned is how many keys of the scope the scan returned.
 	Scanned int
 	// Deleted is how many keys were forgotten: completed results and
 	// permanent errors (a key that expired or was forgotten between the
@@ -44,7 +46,8 @@ type ClearResult struct {
 	// Skipped is how many keys were in progress, and left as they were.
 	Skipped int
 	// SkippedKeys are the first of the skipped keys (at most
-	// ClearOptions.MaxSkippedKeys), in the order the scan met them.
+	// ClearOptions.MaxSkippedKeys), in the order the scan met them, each
+	// once.
 	SkippedKeys []string
 }
 
@@ -156,7 +159,7 @@ func (rt *Runtime) clearPage(ctx context.Context, sc store.Scanner, prefix, curs
 			evict[sh] = append(evict[sh], op.Key)
 		case errors.Is(op.Err, store.ErrInProgress):
 			res.Skipped++
-			if len(res.SkippedKeys) < opts.MaxSkippedKeys {
+			if len(res.SkippedKeys) < opts.MaxSkippedKeys && !slices.Contains(res.SkippedKeys, op.Key) {
 				res.SkippedKeys = append(res.SkippedKeys, op.Key)
 			}
 		case errors.Is(op.Err, store.ErrNotFound):
