@@ -30,8 +30,19 @@
 // and replayed. The runtime's own errors are sentinels with typed details:
 // [ErrConflict] ([*ConflictError]), [ErrFingerprintMismatch], [ErrLeaseLost],
 // [ErrClosed], [ErrOverloaded], [ErrInvalidKey], [ErrInvalidArgument],
-// [ErrStoreUnavailable] ([*StoreError]), plus [*PanicError], [*CodecError]
-// and [*ReplayedError]; errors.Is and errors.As work on all of them.
+// [ErrStoreUnavailable] ([*StoreError]), [ErrNotFound], [ErrInProgress],
+// plus [*PanicError], [*CodecError] and [*ReplayedError]; errors.Is and
+// errors.As work on all of them. A permanent error replayed from the store
+// matches its original with errors.Is or errors.As on every instance when
+// its sentinel or type is registered ([RegisterError],
+// [RegisterErrorType]).
+//
+// # Looking inside
+//
+// [Get] reads a key's stored result without running anything,
+// [Runtime.State] its state (absent, in progress, completed, failed), and
+// [Runtime.Forget] and [Runtime.Clear] delete one result or those of a
+// whole namespace or version.
 //
 // See docs/semantics.md for every rule and docs/architecture.md for the
 // design.
