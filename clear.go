@@ -64,7 +64,8 @@ const (
 //
 // The scope selects keys built by store.BuildKey: with a Namespace and a
 // Version, the keys of that version; with a Namespace alone, those of every
-// version of it. The zero Scope selects every key of the store, whatever
+// version of it (a Version without a Namespace: that version's keys in the
+// empty namespace). The zero Scope selects every key of the store, whatever
 // its form (keys not built by BuildKey too): it empties the store of
 // results, for every service that shares it. Use it with care.
 //

@@ -11,7 +11,9 @@
 //   - running: a caller of this process owns the key and runs its function;
 //   - finishing / releasing: the owner's Complete or Release is out;
 //   - remote: another instance holds the key; the shard re-claims when the
-//     store wakes it, or on a lease-aware timer if the wake-up is lost.
+//     store wakes it, or on a lease-aware timer if the wake-up is lost (with
+//     a store that cannot wake, that timer is the poll: doubling waits up to
+//     Config.PollInterval).
 //
 // Callers that arrive for a key in any of these states are parked in the
 // entry and answered by the actor when the key settles: no polling, and no
