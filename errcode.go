@@ -57,8 +57,10 @@ func RegisterError(code string, sentinel error) error {
 // decode needs.
 //
 // E must be a concrete type (a pointer to a struct, typically), not an
-// interface. Errors are as for [RegisterError]: a bad or taken code, a nil
-// decode, or a type already registered.
+// interface. decode may return nil (or panic) for a message it cannot
+// read: the replayed error then matches nothing but itself. Errors are as
+// for [RegisterError]: a bad or taken code, a nil decode, or a type
+// already registered.
 func RegisterErrorType[E error](code string, decode func(message string) E) error {
 	typ := reflect.TypeFor[E]()
 	if typ.Kind() == reflect.Interface {
@@ -77,7 +79,15 @@ func RegisterErrorType[E error](code string, decode func(message string) E) erro
 			}
 			return "", false
 		},
-		decode: func(msg string) error {
+		decode: func(msg string) (err error) {
+			// A decoder that panics on a message it did not expect must not
+			// bring down the errors.Is or errors.As that unwrapped the
+			// replayed error: the message alone is replayed then.
+			defer func() {
+				if recover() != nil {
+					err = nil
+				}
+			}()
 			e := decode(msg)
 			if v := reflect.ValueOf(e); !v.IsValid() || isNilValue(v) {
 				return nil

@@ -50,6 +50,9 @@ type internalTypedError struct{ n int }
 func (e *internalTypedError) Error() string { return fmt.Sprintf("typed %d", e.n) }
 
 var _ = mustRegister(RegisterErrorType("internal_typed", func(msg string) *internalTypedError {
+	if msg == "panic" {
+		panic("a decoder that did not expect this")
+	}
 	var e internalTypedError
 	if _, err := fmt.Sscanf(msg, "typed %d", &e.n); err != nil {
 		return nil
@@ -71,6 +74,9 @@ func TestStoredErrorOwnMessage(t *testing.T) {
 	// A decoder that cannot read the message gives nothing to match.
 	if re := replayedError("k", `[idem:internal_typed] garbled`); re.Unwrap() != nil || re.Message != "garbled" {
 		t.Fatalf("garbled: %#v, unwraps to %v", re, re.Unwrap())
+	}
+	if re := replayedError("k", `[idem:internal_typed] panic`); errors.As(re, &te) || re.Message != "panic" {
+		t.Fatalf("a decoder that panics: %#v", re)
 	}
 }
 
