@@ -10,6 +10,8 @@ import (
 	"github.com/idemrt/idem"
 	"github.com/idemrt/idem/clock"
 	"github.com/idemrt/idem/internal/idemtest"
+	"github.com/idemrt/idem/store"
+	"github.com/idemrt/idem/store/memstore"
 )
 
 func TestBadInput(t *testing.T) {
@@ -53,18 +55,20 @@ func TestBadInput(t *testing.T) {
 
 func TestNewRejectsBadOptions(t *testing.T) {
 	for name, o := range map[string]idem.Options{
-		"Lease":        {Lease: -time.Second},
-		"TTL":          {TTL: -1},
-		"LeaseTTL":     {Lease: time.Second, LeaseTTL: 2 * time.Second},
-		"ResultTTL":    {TTL: time.Hour, ResultTTL: time.Minute},
-		"Permanent":    {Classifier: func(error) bool { return true }, Permanent: func(error) bool { return false }},
-		"Settle":       {Settle: -time.Second},
-		"StoreTimeout": {StoreTimeout: -time.Second},
-		"Shards":       {Shards: -1},
-		"many shards":  {Shards: 1 << 20},
-		"CacheEntries": {CacheEntries: -1},
-		"MaxPending":   {MaxPending: -5},
-		"MaxBatch":     {MaxBatch: -5},
+		"Lease":           {Lease: -time.Second},
+		"TTL":             {TTL: -1},
+		"LeaseTTL":        {Lease: time.Second, LeaseTTL: 2 * time.Second},
+		"ResultTTL":       {TTL: time.Hour, ResultTTL: time.Minute},
+		"Permanent":       {Classifier: func(error) bool { return true }, Permanent: func(error) bool { return false }},
+		"LeaseTTL alone":  {LeaseTTL: -time.Second},
+		"ResultTTL alone": {ResultTTL: store.MaxDuration + 1},
+		"Settle":          {Settle: -time.Second},
+		"StoreTimeout":    {StoreTimeout: -time.Second},
+		"Shards":          {Shards: -1},
+		"many shards":     {Shards: 1 << 20},
+		"CacheEntries":    {CacheEntries: -1},
+		"MaxPending":      {MaxPending: -5},
+		"MaxBatch":        {MaxBatch: -5},
 	} {
 		rt, err := idem.New(o)
 		if !errors.Is(err, idem.ErrInvalidArgument) || rt != nil {
@@ -72,6 +76,35 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		}
 		if !strings.Contains(err.Error(), strings.Fields(name)[0]) && name != "many shards" {
 			t.Fatalf("%s: error %q does not name the field", name, err)
+		}
+	}
+}
+
+// oldWrapper is a store wrapper written against the store contract's
+// earlier method names: it compiles (the embedded store has Release and
+// Renew), but its overrides would never be called.
+type oldWrapper struct{ store.Store }
+
+func (w oldWrapper) Fail(ctx context.Context, key string, tok store.Token) error {
+	return w.Store.Release(ctx, key, tok)
+}
+
+type oldRenewer struct{ store.Store }
+
+func (w oldRenewer) Extend(ctx context.Context, key string, tok store.Token, lease time.Duration) error {
+	return w.Store.Renew(ctx, key, tok, lease)
+}
+
+// A store with a method under the contract's earlier name is refused, not
+// silently bypassed.
+func TestStoreWithRenamedMethodsIsRefused(t *testing.T) {
+	for _, st := range []store.Store{oldWrapper{memstore.New(memstore.Options{})}, oldRenewer{memstore.New(memstore.Options{})}} {
+		rt, err := idem.New(idem.Options{Store: st})
+		if !errors.Is(err, idem.ErrInvalidArgument) || rt != nil {
+			t.Fatalf("New with %T = %v, %v; want ErrInvalidArgument", st, rt, err)
+		}
+		if !strings.Contains(err.Error(), "Release") && !strings.Contains(err.Error(), "Renew") {
+			t.Fatalf("error %q does not name the method's name now", err)
 		}
 	}
 }
