@@ -1,0 +1,307 @@
+// Package pgstore is a [store.Store] on PostgreSQL, through a
+// github.com/jackc/pgx/v5 connection pool the caller owns: idempotency
+// records kept in one table beside the data they protect.
+//
+// Each transition is one SQL statement whose conditions (state, owner,
+// fence, lease end, record end) sit in its WHERE clause, with every time
+// taken from the database clock (clock_timestamp(), read once per
+// statement), never from a client. A claim is one INSERT ... ON CONFLICT DO
+// UPDATE that answers claimed, completed (with the record) or in progress
+// (with the lease left) in the same round trip; see sql.go for how it
+// answers when its DO UPDATE does not fire. Keys, owners, fingerprints and
+// results are bytea: any key the contract allows and any value round-trip
+// unchanged. A row the store cannot read is a *CorruptError naming the key.
+//
+// The ops of a batch (the runtime's group commit) go out as one pgx.Batch:
+// one round trip and one transaction, whose commit the whole batch shares.
+// Statements run in key order, so two batches never wait on each other's
+// rows in a cycle, and answers are given only once the transaction has
+// committed. A batch that the server refuses (an error rolls back all of
+// it) is sent again op by op, so that one bad row fails only its own op.
+// A batch whose reply is lost (a dropped connection, a deadline) may or
+// may not have committed: the store sends again, a few times, the claims,
+// renewals and gets in it, whose repeat answers truly, and gives the other
+// ops the error, as the Redis store does.
+//
+// Rows end: a key completed lives its TTL, a claim at least its lease and
+// TTL. Rows past their end are absent to every operation, and are deleted
+// in bounded batches by [Store.Cleanup], which a background loop runs
+// every minute unless Options.DisableCleanup is set; an index on the end
+// time keeps that cheap.
+//
+// It implements [store.Batcher], [store.Waker], [store.Inspector] and
+// [store.Scanner]. Waiters on other instances are woken by NOTIFY: a claim
+// that finds the key in progress adds its instance's channel to the row,
+// in the same statement, and the statement that completes or releases the
+// key notifies those channels only, with a digest of the key (never the
+// key) as the payload. Each store listens on one connection of its own,
+// taken from the pool, which reconnects when it drops and then reports
+// wake-up "" (notifications sent while it was away are lost), so the
+// runtime checks every key it waits on; the runtime's lease-aware re-claim
+// timer covers the rest.
+//
+// Call [Store.Migrate] once to create or upgrade the table, or run the SQL
+// printed in docs/postgres.md with your own migrations. See that document
+// for the schema, the isolation level, cleanup, failure modes and
+// measured throughput.
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/idemrt/idem/store"
+)
+
+// Options configures a Store. The zero value is valid.
+type Options struct {
+	// Schema holds the table, created by Migrate if missing. Any name
+	// is quoted, so it keeps its case and may hold any character but NUL.
+	// Default: none, the table name alone, resolved by the connection's
+	// search_path.
+	Schema string
+	// Table is the table's name, quoted as Schema is. It must be at most
+	// 52 bytes, so that the name of its index (the table's name and
+	// "_expires_at") fits PostgreSQL's 63-byte limit.
+	// Default: "idem".
+	Table string
+	// Timeout bounds each batch (one round trip, and the repeats of its
+	// lost replies) when the caller's context has no earlier deadline,
+	// and New's first contact with the server.
+	// Default: 0, the caller's context alone (New: 10s).
+	Timeout time.Duration
+	// CleanupInterval is how often the background loop deletes the rows
+	// that have ended. Default: one minute.
+	CleanupInterval time.Duration
+	// CleanupBatch is how many rows one DELETE of a cleanup removes at
+	// most. Default: 1000.
+	CleanupBatch int
+	// DisableCleanup turns the background loop off: call Cleanup yourself
+	// (from one instance, or a scheduled job), or rows that have ended
+	// stay in the table. Default: false.
+	DisableCleanup bool
+}
+
+// The defaults of Options.
+const (
+	defaultTable           = "idem"
+	defaultCleanupInterval = time.Minute
+	defaultCleanupBatch    = 1000
+	defaultNewTimeout      = 10 * time.Second
+)
+
+// Store is the PostgreSQL store. Create it with [New] and end it with
+// [Store.Close].
+type Store struct {
+	pool    *pgxpool.Pool
+	names   names
+	q       queries
+	timeout time.Duration
+
+	cleanupBatch int
+	stopCleanup  context.CancelFunc
+	cleanupDone  chan struct{}
+
+	mu       sync.Mutex
+	closed   bool
+	listener *listener // nil until the first Subscribe
+	subs     map[string]*subscription
+}
+
+var (
+	_ store.Store     = (*Store)(nil)
+	_ store.Batcher   = (*Store)(nil)
+	_ store.Waker     = (*Store)(nil)
+	_ store.Inspector = (*Store)(nil)
+	_ store.Scanner   = (*Store)(nil)
+)
+
+// New returns a Store on pool, which stays the caller's to close (after
+// the store's Close). It checks that the server answers (waiting at most
+// Options.Timeout, or 10s, when ctx has no deadline), that its transactions
+// run at READ COMMITTED, and that the table, if it exists already, is not
+// of a newer schema than this package knows; it does not create the table:
+// call Migrate. Options.Schema and Options.Table are quoted; a name that
+// PostgreSQL cannot hold is an ErrInvalidArgument.
+func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store, error) {
+	if pool == nil {
+		return nil, fmt.Errorf("%w: pgstore.New with a nil pool", store.ErrInvalidArgument)
+	}
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
+	n, err := newNames(opts.Schema, opts.Table)
+	if err != nil {
+		return nil, err
+	}
+	s := &Store{pool: pool, names: n, q: buildQueries(n.table), timeout: opts.Timeout,
+		cleanupBatch: opts.CleanupBatch, subs: map[string]*subscription{}}
+	if s.cleanupBatch == 0 {
+		s.cleanupBatch = defaultCleanupBatch
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		wait := opts.Timeout
+		if wait == 0 {
+			wait = defaultNewTimeout
+		}
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, wait)
+		defer cancel()
+	}
+	if err := s.check(ctx); err != nil {
+		return nil, err
+	}
+	if !opts.DisableCleanup {
+		every := opts.CleanupInterval
+		if every == 0 {
+			every = defaultCleanupInterval
+		}
+		s.startCleanup(every)
+	}
+	return s, nil
+}
+
+func (o Options) validate() error {
+	switch {
+	case o.Timeout < 0:
+		return fmt.Errorf("%w: pgstore: Timeout %v must not be negative", store.ErrInvalidArgument, o.Timeout)
+	case o.CleanupInterval < 0:
+		return fmt.Errorf("%w: pgstore: CleanupInterval %v must not be negative", store.ErrInvalidArgument, o.CleanupInterval)
+	case o.CleanupBatch < 0:
+		return fmt.Errorf("%w: pgstore: CleanupBatch %d must not be negative", store.ErrInvalidArgument, o.CleanupBatch)
+	}
+	return nil
+}
+
+// check asks the server for its transaction isolation and the table's
+// schema version.
+func (s *Store) check(ctx context.Context) error {
+	var iso string
+	var comment *string
+	err := s.pool.QueryRow(ctx, `SELECT current_setting('transaction_isolation'),
+		obj_description(to_regclass($1), 'pg_class')`, s.names.table).Scan(&iso, &comment)
+	if err != nil {
+		return fmt.Errorf("pgstore: cannot reach PostgreSQL: %w", err)
+	}
+	if iso != "read committed" {
+		return fmt.Errorf("pgstore: the pool's transactions run at %s; the store needs read committed "+
+			"(PostgreSQL's default: check default_transaction_isolation of the role, database and pool)", iso)
+	}
+	if comment == nil {
+		return nil // no table yet: Migrate creates it
+	}
+	if v, ok := parseVersion(*comment); ok && v > schemaVersion {
+		return fmt.Errorf("pgstore: table %s is at schema version %d, newer than this package's %d: upgrade the package", s.names.table, v, schemaVersion)
+	}
+	return nil
+}
+
+// Table returns the table's name as the store writes it in SQL: quoted,
+// and schema-qualified when Options.Schema is set.
+func (s *Store) Table() string { return s.names.table }
+
+// Close stops the store's background cleanup and its wake-up
+// subscriptions (and their listening connection), and waits until they
+// are done. It does not close the pool, which belongs to the caller. It is
+// idempotent; the store's operations fail with store.ErrClosed after it.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	subs := make([]*subscription, 0, len(s.subs))
+	for _, sub := range s.subs {
+		subs = append(subs, sub)
+	}
+	s.mu.Unlock()
+	for _, sub := range subs {
+		sub.stop()
+	}
+	if s.stopCleanup != nil {
+		s.stopCleanup()
+		<-s.cleanupDone
+	}
+	return nil
+}
+
+func (s *Store) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}
+
+var errClosed = fmt.Errorf("pgstore: %w", store.ErrClosed)
+
+// Claim implements [store.Store].
+func (s *Store) Claim(ctx context.Context, key string, req store.ClaimRequest) (store.ClaimResult, error) {
+	op := &store.Op{Kind: store.OpClaim, Key: key, Claim: req}
+	s.Batch(ctx, []*store.Op{op})
+	return op.Result, op.Err
+}
+
+// Complete implements [store.Store].
+func (s *Store) Complete(ctx context.Context, key string, tok store.Token, rec store.Record, ttl time.Duration) (store.Record, error) {
+	op := &store.Op{Kind: store.OpComplete, Key: key, Token: tok, Record: rec, TTL: ttl}
+	s.Batch(ctx, []*store.Op{op})
+	return op.Result.Record, op.Err
+}
+
+// Release implements [store.Store].
+func (s *Store) Release(ctx context.Context, key string, tok store.Token) error {
+	op := &store.Op{Kind: store.OpRelease, Key: key, Token: tok}
+	s.Batch(ctx, []*store.Op{op})
+	return op.Err
+}
+
+// Renew implements [store.Store].
+func (s *Store) Renew(ctx context.Context, key string, tok store.Token, lease time.Duration) error {
+	op := &store.Op{Kind: store.OpRenew, Key: key, Token: tok, Lease: lease}
+	s.Batch(ctx, []*store.Op{op})
+	return op.Err
+}
+
+// Get implements [store.Store].
+func (s *Store) Get(ctx context.Context, key string) (store.Record, error) {
+	op := &store.Op{Kind: store.OpGet, Key: key}
+	s.Batch(ctx, []*store.Op{op})
+	return op.Result.Record, op.Err
+}
+
+// Forget implements [store.Store].
+func (s *Store) Forget(ctx context.Context, key string) error {
+	op := &store.Op{Kind: store.OpForget, Key: key}
+	s.Batch(ctx, []*store.Op{op})
+	return op.Err
+}
+
+// withTimeout bounds ctx by Options.Timeout.
+func (s *Store) withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
+	if s.timeout > 0 {
+		return context.WithTimeout(ctx, s.timeout)
+	}
+	return ctx, func() {}
+}
+
+// CorruptError reports a row the store cannot read: a state it does not
+// know, a field missing or out of range (written by hand, or by something
+// other than this package).
+type CorruptError struct {
+	Key    string // the key as given to the store
+	Table  string // the table, as in Store.Table
+	Reason string
+}
+
+func (e *CorruptError) Error() string {
+	return fmt.Sprintf("pgstore: the row of key %q in table %s is corrupt: %s", e.Key, e.Table, e.Reason)
+}
+
+// errUnsettled is an op's error when the row kept changing between the
+// statement's read and its write for every try (see call.settled).
+var errUnsettled = errors.New("the row changed under every try of the statement")

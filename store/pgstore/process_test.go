@@ -1,0 +1,5 @@
+package pgstore_test
+
+const envWorker = "IDEM_TEST_WORKER"
+
+func workerMain(string) int { return 0 }
