@@ -9,10 +9,11 @@
 // package when it can. PostgreSQL refuses to run as root; under root the
 // server runs as the "postgres" account, and its directory belongs to it.
 //
-// The server is a child of the test process (not daemonized by pg_ctl), in
-// a process group of its own: the parent-death signal kills it if the test
-// binary dies, and Pause, Resume and Kill reach the postmaster and every
-// backend at once, for fault tests.
+// The server is a child of the test process (not daemonized by pg_ctl):
+// the parent-death signal kills it if the test binary dies (and its
+// backends exit when it does), and Pause, Resume and Kill signal the
+// postmaster and each of its children (backends run in sessions of their
+// own, so a process group would not reach them), for fault tests.
 //
 // Share one server per test binary (start it in TestMain with [New]) and
 // give each test a database of its own ([Server.NewDatabase]); start a
@@ -27,6 +28,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -164,7 +166,7 @@ func (s *Server) start() error {
 	cmd := exec.Command(s.bin.postgres, args...)
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.Dir = s.dir
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred, Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("pgtest: %w", err)
 	}
@@ -244,8 +246,8 @@ func (s *Server) NewDatabase(t testing.TB) string {
 	return s.DSN(name)
 }
 
-// Kill stops the postmaster and every backend at once with SIGKILL, as a
-// crash would, and waits until the postmaster is gone.
+// Kill stops the postmaster and every backend with SIGKILL, as a crash
+// would, and waits until the postmaster is gone.
 func (s *Server) Kill() {
 	s.mu.Lock()
 	cmd, exited := s.cmd, s.exited
@@ -254,7 +256,7 @@ func (s *Server) Kill() {
 	if cmd == nil {
 		return
 	}
-	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	signalAll(cmd.Process.Pid, syscall.SIGKILL)
 	<-exited
 }
 
@@ -269,8 +271,47 @@ func (s *Server) signal(sig syscall.Signal) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.cmd != nil && !s.stopped {
-		_ = syscall.Kill(-s.cmd.Process.Pid, sig)
+		signalAll(s.cmd.Process.Pid, sig)
 	}
+}
+
+// signalAll sends sig to the postmaster pid, then to each of its children
+// (the postmaster, stopped or killed first, starts no new one).
+func signalAll(pid int, sig syscall.Signal) {
+	_ = syscall.Kill(pid, sig)
+	for _, child := range children(pid) {
+		_ = syscall.Kill(child, sig)
+	}
+}
+
+// children returns the processes whose parent is pid, from /proc.
+func children(pid int) []int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for _, e := range entries {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: comm may hold spaces and parentheses,
+		// so read after its last ')'.
+		i := strings.LastIndexByte(string(b), ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(b[i+1:]))
+		if len(f) >= 2 && f[1] == strconv.Itoa(pid) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // Restart kills the server (if it runs) and starts it again on the same
@@ -295,7 +336,7 @@ func (s *Server) Close() {
 	cmd, exited := s.cmd, s.exited
 	s.mu.Unlock()
 	if cmd != nil {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGCONT)
+		signalAll(cmd.Process.Pid, syscall.SIGCONT)
 		_ = cmd.Process.Signal(syscall.SIGQUIT) // immediate shutdown
 		select {
 		case <-exited:

@@ -43,12 +43,24 @@ func TestServerLifecycle(t *testing.T) {
 		t.Fatalf("fsync = %q %v, want off", v, err)
 	}
 
+	// A connection made before the pause gets no answer during it.
+	conn, err := pgx.Connect(ctx, s.DSN("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
 	s.Pause()
 	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
-	_, err := query(short, s.DSN("postgres"), "SELECT 1::text")
+	_, err = query(short, s.DSN("postgres"), "SELECT 1::text")
 	cancel()
 	if err == nil {
-		t.Fatal("a paused server answered")
+		t.Fatal("a paused server took a new connection")
+	}
+	short, cancel = context.WithTimeout(ctx, 300*time.Millisecond)
+	_, err = conn.Exec(short, "SELECT 1")
+	cancel()
+	if err == nil {
+		t.Fatal("a paused server answered on a connection made before")
 	}
 	s.Resume()
 	if v, err := query(ctx, s.DSN("postgres"), "SELECT v FROM kv"); err != nil || v != "v" {
