@@ -17,6 +17,15 @@ var (
 	ErrInvalidArgument = errors.New("idem: invalid argument")
 	// ErrClosed: the store was closed.
 	ErrClosed = errors.New("idem: closed")
+	// ErrCorrupt: what the store holds at the key's place is not a record
+	// it can read: a field missing or garbled, or another application's
+	// data stored under the record's name. It is no contract error
+	// (IsContract reports false): the runtime reports it as a failure of
+	// the store. A caller that walks many keys (Runtime.Clear) can match it
+	// with errors.Is to leave that key alone and go on. Stores return a
+	// typed error that matches it and names the key (the Redis store's
+	// *redisstore.CorruptError).
+	ErrCorrupt = errors.New("idem: corrupt record")
 )
 
 // IsContract reports whether err is one of the contract's errors (as opposed

@@ -133,7 +133,13 @@ func decodeForget(op *store.Op, code int64) bool {
 }
 
 // CorruptError reports a record in Redis that the store cannot read: a
-// field missing or garbled (written by hand, or by something else).
+// field missing or garbled (written by hand, or by something else), or a
+// Redis key that is no idem record at the record's name (another
+// application's string, list or hash: Reason says "not a hash: string",
+// "field st missing", ...). Every operation on such a key answers it
+// without changing the key. It matches [store.ErrCorrupt] (errors.Is), so
+// callers that do not import this package can tell it from a failure of
+// Redis.
 type CorruptError struct {
 	Key      string // the key as given to the store
 	RedisKey string // the record's hash in Redis
@@ -143,3 +149,6 @@ type CorruptError struct {
 func (e *CorruptError) Error() string {
 	return fmt.Sprintf("redisstore: record %s of key %q is corrupt: %s", e.RedisKey, e.Key, e.Reason)
 }
+
+// Is reports whether target is [store.ErrCorrupt].
+func (e *CorruptError) Is(target error) bool { return target == store.ErrCorrupt }

@@ -31,11 +31,38 @@ import "github.com/redis/go-redis/v9"
 // in between, so the store does not repeat them.
 //
 // Replies are arrays whose first element is a code; -1 means the record is
-// corrupt and the second element says why.
+// corrupt and the second element says why. Every script reads the record
+// through record() (luaRecord), which finds it corrupt when the Redis key
+// is not a hash (another application's string at the record's name, say)
+// or is a hash without a known state: the script then answers -1, before
+// any write, never with Redis's WRONGTYPE error, which would read as an
+// outage, and never as the nearest state. A waiter set of another type is
+// corrupt the same way, before the claim or finish that would use it
+// writes anything.
 
 const luaNow = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+`
+
+// luaRecord defines record(field, ...): HMGET of KEYS[1]'s fields, the
+// first of which must be st, or nil and the reason the key is no record
+// the store can read. An absent key is all false (st too).
+const luaRecord = `
+local function record(...)
+  local r = redis.pcall('HMGET', KEYS[1], ...)
+  if r.err then return nil, 'not a hash: ' .. redis.call('TYPE', KEYS[1]).ok end
+  local st = r[1]
+  if not st then
+    if redis.call('EXISTS', KEYS[1]) == 1 then return nil, 'field st missing' end
+  elseif st ~= 'p' and st ~= 'c' and st ~= 'f' and st ~= 'r' then
+    return nil, 'field st has an unknown state'
+  end
+  return r
+end
+local function notSet()
+  return 'its waiter set (' .. KEYS[2] .. ') is not a set: ' .. redis.call('TYPE', KEYS[2]).ok
+end
 `
 
 // claimScript: ARGV = owner, lease ms, ttl ms, fingerprint, waiter member.
@@ -44,13 +71,13 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 //	{1, fence, lease left ms, takeover}                        claimed
 //	{2, st, res, fp, fence, owner, ca, pttl, now}              completed
 //	{3, lease left ms, fence, holder fp}                       in progress
-const claimSrc = luaNow + `
-local r = redis.call('HMGET', KEYS[1], 'st', 'own', 'fen', 'lu', 'fp', 'res', 'ca')
+const claimSrc = luaNow + luaRecord + `
+local r, bad = record('st', 'own', 'fen', 'lu', 'fp', 'res', 'ca')
+if not r then return {-1, bad} end
 local st = r[1]
 local lease = tonumber(ARGV[2])
 local keep = math.max(tonumber(ARGV[3]), lease)
 if not st then
-  if redis.call('EXISTS', KEYS[1]) == 1 then return {-1, 'field st missing'} end
   redis.call('HSET', KEYS[1], 'st', 'p', 'own', ARGV[1], 'fen', 1, 'lu', now + lease, 'fp', ARGV[4])
   redis.call('PEXPIRE', KEYS[1], keep)
   return {1, 1, lease, 0}
@@ -70,14 +97,13 @@ if st == 'p' then
   if r[2] == ARGV[1] then return {1, fen, lu - now, 0} end
   if lu > now then
     if ARGV[5] ~= '' then
-      redis.call('SADD', KEYS[2], ARGV[5])
+      local added = redis.pcall('SADD', KEYS[2], ARGV[5])
+      if type(added) == 'table' and added.err then return {-1, notSet()} end
       redis.call('PEXPIRE', KEYS[2], lu - now + 60000)
     end
     return {3, lu - now, fen, r[5] or ''}
   end
   takeover = 1
-elseif st ~= 'r' then
-  return {-1, 'field st has an unknown state'}
 end
 fen = fen + 1
 redis.call('HSET', KEYS[1], 'st', 'p', 'own', ARGV[1], 'fen', fen, 'lu', now + lease, 'fp', ARGV[4])
@@ -95,11 +121,13 @@ var claimScript = redis.NewScript(claimSrc)
 //	{1, ca, ttl}                                   done
 //	{2, st, res, fp, ca, pttl, now}                our own completion, replayed
 //	{0}                                            not the holder: lease lost
-const finishSrc = luaNow + `
-local r = redis.call('HMGET', KEYS[1], 'st', 'own', 'fen', 'res', 'fp', 'ca')
+const finishSrc = luaNow + luaRecord + `
+local r, bad = record('st', 'own', 'fen', 'res', 'fp', 'ca')
+if not r then return {-1, bad} end
 local st = r[1]
-if not st and redis.call('EXISTS', KEYS[1]) == 1 then return {-1, 'field st missing'} end
 if st == 'p' and r[2] == ARGV[1] and r[3] == ARGV[2] then
+  local ws = redis.pcall('SMEMBERS', KEYS[2])
+  if ws.err then return {-1, notSet()} end
   if ARGV[3] == 'r' then
     redis.call('HSET', KEYS[1], 'st', 'r')
     redis.call('HDEL', KEYS[1], 'own', 'lu', 'fp')
@@ -108,7 +136,6 @@ if st == 'p' and r[2] == ARGV[1] and r[3] == ARGV[2] then
     redis.call('HDEL', KEYS[1], 'lu')
     redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[6]))
   end
-  local ws = redis.call('SMEMBERS', KEYS[2])
   for _, w in ipairs(ws) do
     local i = string.find(w, ':', 1, true)
     if i then redis.call('PUBLISH', ARGV[7] .. string.sub(w, 1, i - 1), string.sub(w, i + 1)) end
@@ -132,15 +159,15 @@ var finishScript = redis.NewScript(finishSrc)
 
 // renewScript renews a lease. ARGV = owner, fence, lease ms. Replies {1}
 // or {0} (lease lost).
-const renewSrc = luaNow + `
-local r = redis.call('HMGET', KEYS[1], 'st', 'own', 'fen')
+const renewSrc = luaNow + luaRecord + `
+local r, bad = record('st', 'own', 'fen')
+if not r then return {-1, bad} end
 if r[1] == 'p' and r[2] == ARGV[1] and r[3] == ARGV[2] then
   local lease = tonumber(ARGV[3])
   redis.call('HSET', KEYS[1], 'lu', now + lease)
   if redis.call('PTTL', KEYS[1]) < lease then redis.call('PEXPIRE', KEYS[1], lease) end
   return {1}
 end
-if not r[1] and redis.call('EXISTS', KEYS[1]) == 1 then return {-1, 'field st missing'} end
 return {0}
 `
 
@@ -148,27 +175,23 @@ var renewScript = redis.NewScript(renewSrc)
 
 // getScript reads a completed record. Replies {2, st, res, fp, fence, owner,
 // ca, pttl, now} or {0} (none).
-const getSrc = luaNow + `
-local r = redis.call('HMGET', KEYS[1], 'st', 'own', 'fen', 'res', 'fp', 'ca')
+const getSrc = luaNow + luaRecord + `
+local r, bad = record('st', 'own', 'fen', 'res', 'fp', 'ca')
+if not r then return {-1, bad} end
 local st = r[1]
-if not st then
-  if redis.call('EXISTS', KEYS[1]) == 1 then return {-1, 'field st missing'} end
-  return {0}
-end
-if st == 'c' or st == 'f' then
-  local fen, ca = tonumber(r[3]), tonumber(r[6])
-  if not fen or not ca or not r[4] then return {-1, 'fields fen, ca or res missing'} end
-  return {2, st, r[4], r[5] or '', fen, r[2] or '', ca, redis.call('PTTL', KEYS[1]), now}
-end
-if st == 'p' or st == 'r' then return {0} end
-return {-1, 'field st has an unknown state'}
+if st ~= 'c' and st ~= 'f' then return {0} end
+local fen, ca = tonumber(r[3]), tonumber(r[6])
+if not fen or not ca or not r[4] then return {-1, 'fields fen, ca or res missing'} end
+return {2, st, r[4], r[5] or '', fen, r[2] or '', ca, redis.call('PTTL', KEYS[1]), now}
 `
 
 var getScript = redis.NewScript(getSrc)
 
 // forgetScript deletes a completed record. Replies {1} done, {3} in progress.
-const forgetSrc = `
-local st = redis.call('HGET', KEYS[1], 'st')
+const forgetSrc = luaRecord + `
+local r, bad = record('st')
+if not r then return {-1, bad} end
+local st = r[1]
 if st == 'p' then return {3} end
 if st == 'c' or st == 'f' then redis.call('DEL', KEYS[1], KEYS[2]) end
 return {1}
@@ -183,15 +206,11 @@ var forgetScript = redis.NewScript(forgetSrc)
 //	{2, st, res, fp, fence, owner, ca, pttl, now}  completed
 //
 // A key that is not a hash is corrupt, as is a hash without a known state.
-const inspectSrc = luaNow + `
-local r = redis.pcall('HMGET', KEYS[1], 'st', 'own', 'fen', 'lu', 'fp', 'res', 'ca')
-if r.err then return {-1, 'not a hash: ' .. redis.call('TYPE', KEYS[1]).ok} end
+const inspectSrc = luaNow + luaRecord + `
+local r, bad = record('st', 'own', 'fen', 'lu', 'fp', 'res', 'ca')
+if not r then return {-1, bad} end
 local st = r[1]
-if not st then
-  if redis.call('EXISTS', KEYS[1]) == 1 then return {-1, 'field st missing'} end
-  return {0}
-end
-if st == 'r' then return {0} end
+if not st or st == 'r' then return {0} end
 local fen = tonumber(r[3])
 if not fen then return {-1, 'field fen missing or not a number'} end
 if st == 'p' then
@@ -199,12 +218,9 @@ if st == 'p' then
   if not lu or not r[2] then return {-1, 'fields lu or own missing'} end
   return {1, fen, r[2], math.max(lu - now, 0), r[5] or ''}
 end
-if st == 'c' or st == 'f' then
-  local ca = tonumber(r[7])
-  if not ca or not r[6] then return {-1, 'fields ca or res missing'} end
-  return {2, st, r[6], r[5] or '', fen, r[2] or '', ca, redis.call('PTTL', KEYS[1]), now}
-end
-return {-1, 'field st has an unknown state'}
+local ca = tonumber(r[7])
+if not ca or not r[6] then return {-1, 'fields ca or res missing'} end
+return {2, st, r[6], r[5] or '', fen, r[2] or '', ca, redis.call('PTTL', KEYS[1]), now}
 `
 
 var inspectScript = redis.NewScript(inspectSrc)
