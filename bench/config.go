@@ -7,12 +7,17 @@ import (
 	"io"
 	"strings"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // Config is what the flags set.
 type Config struct {
-	Store        string        `json:"store"` // memory, redis, redis-cluster
+	Store        string        `json:"store"`            // memory, redis, redis-cluster, postgres: the first of Stores
+	Stores       []string      `json:"stores,omitempty"` // every store of the run, in order; more than one with -redis and -postgres
 	RedisAddrs   []string      `json:"redis_addrs,omitempty"`
+	PostgresDSN  string        `json:"-"`                  // may hold a password
+	Postgres     string        `json:"postgres,omitempty"` // PostgresDSN's host, port and database`
 	Duration     time.Duration `json:"duration_per_run"`
 	Concurrency  int           `json:"concurrency"`
 	Keys         int           `json:"keys"`
@@ -37,7 +42,10 @@ type Config struct {
 var allScenarios = []string{"unique", "storm", "replay", "zipf", "slow"}
 
 var memorySystems = []string{"idem", "mutex-map", "singleflight+lru", "poll"}
-var redisSystems = []string{"idem", "idem-nocache", "plain", "poll"}
+
+// storeSystems run on a shared store (Redis, PostgreSQL): "plain" makes
+// one store call per operation, with no batching.
+var storeSystems = []string{"idem", "idem-nocache", "plain", "poll"}
 
 // parseFlags reads args into a Config, or returns an error saying what is
 // wrong; usage text goes to out.
@@ -67,16 +75,18 @@ func parseFlags(args []string, out io.Writer) (Config, error) {
 // rawFlags are the flags that parseFlags turns into Config fields only
 // after checking them together.
 type rawFlags struct {
-	store, redisAddr, clusterAddrs string
-	scenarios, systems             string
+	store, redisAddr, clusterAddrs, postgres string
+	scenarios, systems                       string
 }
 
 // defineFlags defines the harness's flags on fs, to be parsed into c and
 // raw.
 func defineFlags(fs *flag.FlagSet, c *Config, raw *rawFlags) {
-	fs.StringVar(&raw.store, "store", "memory", "store: memory, redis or redis-cluster (set by -redis / -redis-cluster)")
+	fs.StringVar(&raw.store, "store", "memory", "store: memory, redis, redis-cluster or postgres (set by -redis / -redis-cluster / -postgres)")
 	fs.StringVar(&raw.redisAddr, "redis", "", "address of a Redis server (host:port); selects the redis store")
 	fs.StringVar(&raw.clusterAddrs, "redis-cluster", "", "comma-separated addresses of Redis Cluster nodes; selects the redis-cluster store")
+	fs.StringVar(&raw.postgres, "postgres", "", "connection string of a PostgreSQL database (postgres://... or key=value); selects the postgres store, "+
+		"after the Redis one when -redis or -redis-cluster is given too (the harness makes a table per run and drops it)")
 	fs.DurationVar(&c.Duration, "duration", time.Second, "how long each system runs each scenario")
 	fs.IntVar(&c.Concurrency, "concurrency", 64, "concurrent callers")
 	fs.IntVar(&c.Keys, "keys", 10000, "distinct keys in the replay and zipf scenarios")
@@ -88,7 +98,7 @@ func defineFlags(fs *flag.FlagSet, c *Config, raw *rawFlags) {
 	fs.DurationVar(&c.StormWork, "storm-work", 5*time.Millisecond, "time the function takes in the storm scenario (the duplicates arrive meanwhile)")
 	fs.DurationVar(&c.SlowWork, "slow-work", 20*time.Millisecond, "time the function takes in the slow scenario")
 	fs.StringVar(&raw.scenarios, "scenarios", strings.Join(allScenarios, ","), "scenarios to run: "+strings.Join(allScenarios, ","))
-	fs.StringVar(&raw.systems, "systems", "", "systems to run (default: all for the store): "+strings.Join(memorySystems, ",")+" | "+strings.Join(redisSystems, ","))
+	fs.StringVar(&raw.systems, "systems", "", "systems to run (default: all for the store): "+strings.Join(memorySystems, ",")+" | "+strings.Join(storeSystems, ","))
 	fs.StringVar(&c.Out, "out", "", "directory to write report.json and report.html to")
 	fs.StringVar(&c.CPUProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
 	fs.BoolVar(&c.NoProgress, "no-progress", false, "do not print the live progress line")
@@ -98,9 +108,35 @@ func defineFlags(fs *flag.FlagSet, c *Config, raw *rawFlags) {
 	fs.StringVar(&c.Metrics, "metrics", "", "serve idem's Prometheus metrics on this address while running, e.g. :9090 (idem then runs with its observer on)")
 }
 
-// setStore sets c.Store and c.RedisAddrs from -store, -redis and
-// -redis-cluster; storeSet says whether -store was given.
+// setStore sets c.Store, c.Stores, c.RedisAddrs and c.PostgresDSN from
+// -store, -redis, -redis-cluster and -postgres; storeSet says whether
+// -store was given. -postgres with a Redis flag runs both stores, Redis
+// first.
 func (c *Config) setStore(raw rawFlags, storeSet bool) error {
+	if raw.postgres != "" {
+		c.PostgresDSN, c.Postgres = raw.postgres, redactDSN(raw.postgres)
+		if raw.redisAddr == "" && raw.clusterAddrs == "" {
+			if storeSet && raw.store != "postgres" {
+				return fmt.Errorf("-postgres conflicts with -store %s", raw.store)
+			}
+			c.Store, c.Stores = "postgres", []string{"postgres"}
+			return nil
+		}
+		storeSet = false // two stores: -store names neither
+	}
+	if err := c.setRedis(raw, storeSet); err != nil {
+		return err
+	}
+	c.Stores = []string{c.Store}
+	if c.PostgresDSN != "" {
+		c.Stores = append(c.Stores, "postgres")
+	}
+	return nil
+}
+
+// setRedis sets c.Store and c.RedisAddrs from -store, -redis and
+// -redis-cluster.
+func (c *Config) setRedis(raw rawFlags, storeSet bool) error {
 	switch {
 	case raw.redisAddr != "" && raw.clusterAddrs != "":
 		return errors.New("-redis and -redis-cluster exclude each other")
@@ -121,7 +157,7 @@ func (c *Config) setStore(raw rawFlags, storeSet bool) error {
 		}
 	default:
 		if raw.store != "memory" {
-			return fmt.Errorf("-store %s needs its addresses: use -redis host:port or -redis-cluster host:port,...", raw.store)
+			return fmt.Errorf("-store %s needs its addresses: use -redis host:port, -redis-cluster host:port,... or -postgres DSN", raw.store)
 		}
 		c.Store = "memory"
 	}
@@ -160,6 +196,16 @@ func (c *Config) validate() error {
 	return nil
 }
 
+// redactDSN returns the host, port and database of a PostgreSQL
+// connection string, for the report: never its password.
+func redactDSN(dsn string) string {
+	cfg, err := pgconn.ParseConfig(dsn)
+	if err != nil {
+		return "(unparsable connection string)"
+	}
+	return fmt.Sprintf("%s:%d/%s", cfg.Host, cfg.Port, cfg.Database)
+}
+
 // pickRuns sets c.Scenarios and c.Systems from the -scenarios and -systems
 // lists; no -systems means every system of the store.
 func (c *Config) pickRuns(scenarios, systems string) error {
@@ -169,7 +215,7 @@ func (c *Config) pickRuns(scenarios, systems string) error {
 	}
 	avail := memorySystems
 	if c.Store != "memory" {
-		avail = redisSystems
+		avail = storeSystems
 	}
 	if systems == "" {
 		c.Systems = avail

@@ -69,6 +69,15 @@ func buildScenario(name string, all []Result, colours map[string]int, n int) sce
 			results = append(results, res)
 		}
 	}
+	if multiStore(results, name) {
+		// Name each row, bar and line by system and store; a system keeps
+		// its colour on every store.
+		for i := range results {
+			base := results[i].System
+			results[i].System = results[i].label()
+			colours[results[i].System] = colours[base]
+		}
+	}
 	for _, res := range results {
 		if res.Settle.Count > 0 {
 			sv.HasSettle = true

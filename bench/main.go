@@ -6,6 +6,8 @@
 //
 //	go run ./bench                          # ~20 s on the in-memory store
 //	go run ./bench -redis 127.0.0.1:6379    # on Redis
+//	go run ./bench -postgres postgres://user@127.0.0.1/db   # on PostgreSQL
+//	go run ./bench -redis 127.0.0.1:6379 -postgres DSN       # both, one after the other
 //	go run ./bench -out out/                # also report.json and report.html
 //
 // It exits 1 when a key ran more than once or a call got another key's
@@ -24,8 +26,10 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"strings"
+	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -90,7 +94,7 @@ func realMain(args []string) int {
 
 func runAll(ctx context.Context, cfg Config) (*Report, error) {
 	rep := &Report{Started: time.Now(), Config: cfg, Machine: machine(), OK: true}
-	e := &env{cfg: cfg, prefix: fmt.Sprintf("bench:%d:", time.Now().UnixNano())}
+	e := &env{cfg: cfg, prefix: fmt.Sprintf("bench:%d:", time.Now().UnixNano()), tables: new(atomic.Int64)}
 	if cfg.Metrics != "" {
 		stop, err := serveMetrics(e, cfg.Metrics)
 		if err != nil {
@@ -98,19 +102,27 @@ func runAll(ctx context.Context, cfg Config) (*Report, error) {
 		}
 		defer stop()
 	}
-	if cfg.Store != "memory" {
-		client := e.redisClient()
+	if len(cfg.RedisAddrs) > 0 {
+		client := e.forStore(cfg.Store).redisClient()
 		defer client.Close()
 		if err := client.Ping(ctx).Err(); err != nil {
 			return nil, fmt.Errorf("cannot reach Redis at %v: %w", cfg.RedisAddrs, err)
 		}
 		rep.Machine.Redis = redisVersion(ctx, client)
 	}
+	if cfg.PostgresDSN != "" {
+		pool, version, err := openPostgres(ctx, cfg)
+		if err != nil {
+			return nil, err
+		}
+		defer pool.Close()
+		e.pg, rep.Machine.Postgres = pool, version
+	}
 	printHeader(os.Stdout, cfg, rep.Machine)
 	if err := runScenarios(ctx, e, rep); err != nil {
 		return nil, err
 	}
-	if sz, err := measureSizes(ctx, e); err != nil {
+	if sz, err := measureSizes(ctx, e.forStore(cfg.Stores[0])); err != nil {
 		fmt.Fprintln(os.Stderr, "bench: measuring sizes:", err)
 	} else {
 		rep.Sizes = append(rep.Sizes, sz)
@@ -126,7 +138,7 @@ func runAll(ctx context.Context, cfg Config) (*Report, error) {
 
 func printHeader(w io.Writer, cfg Config, m Machine) {
 	fmt.Fprintf(w, "idem benchmark: store %s, %s callers, %s per run, scenarios %s, systems %s\n",
-		cfg.Store, count(int64(cfg.Concurrency)), duration(cfg.Duration), strings.Join(cfg.Scenarios, ","), strings.Join(cfg.Systems, ","))
+		strings.Join(cfg.Stores, " then "), count(int64(cfg.Concurrency)), duration(cfg.Duration), strings.Join(cfg.Scenarios, ","), strings.Join(cfg.Systems, ","))
 	fmt.Fprintf(w, "%s, %s/%s, %s CPUs (GOMAXPROCS %s)%s\n", m.GoVersion, m.OS, m.Arch,
 		count(int64(m.CPUs)), count(int64(m.GOMAXPROCS)), cpuSuffix(m.CPUModel))
 }
@@ -141,24 +153,27 @@ func runScenarios(ctx context.Context, e *env, rep *Report) error {
 		progress = os.Stderr
 	}
 	for _, sc := range cfg.Scenarios {
-		for _, name := range cfg.Systems {
-			sys, err := newSystem(name, e, sc)
-			if err != nil {
-				return fmt.Errorf("%s/%s: %w", sc, name, err)
+		for _, st := range cfg.Stores {
+			es := e.forStore(st)
+			for _, name := range cfg.Systems {
+				sys, err := newSystem(name, es, sc)
+				if err != nil {
+					return fmt.Errorf("%s/%s on %s: %w", sc, name, st, err)
+				}
+				r := &run{cfg: es.cfg, scenario: sc, sys: sys, prefix: fmt.Sprintf("%s%s:%s:%s:k", e.prefix, st, sc, name), tr: newTracker()}
+				if progress != nil {
+					r.progress = progress
+				}
+				res, err := r.execute(ctx)
+				sys.close()
+				if err != nil {
+					return err
+				}
+				if res.RanTwiceCount > 0 || res.WrongResults > 0 {
+					rep.OK = false
+				}
+				rep.Results = append(rep.Results, res)
 			}
-			r := &run{cfg: cfg, scenario: sc, sys: sys, prefix: fmt.Sprintf("%s%s:%s:k", e.prefix, sc, name), tr: newTracker()}
-			if progress != nil {
-				r.progress = progress
-			}
-			res, err := r.execute(ctx)
-			sys.close()
-			if err != nil {
-				return err
-			}
-			if res.RanTwiceCount > 0 || res.WrongResults > 0 {
-				rep.OK = false
-			}
-			rep.Results = append(rep.Results, res)
 		}
 		addRatios(rep.Results)
 		printScenario(os.Stdout, sc, rep.Results)
@@ -166,10 +181,33 @@ func runScenarios(ctx context.Context, e *env, rep *Report) error {
 	return nil
 }
 
+// openPostgres opens the pool of -postgres, sized for the callers (unless
+// the connection string sets pool_max_conns), and returns the server's
+// version.
+func openPostgres(ctx context.Context, cfg Config) (*pgxpool.Pool, string, error) {
+	pc, err := pgxpool.ParseConfig(cfg.PostgresDSN)
+	if err != nil {
+		return nil, "", fmt.Errorf("-postgres: %w", err)
+	}
+	if !strings.Contains(cfg.PostgresDSN, "pool_max_conns") {
+		pc.MaxConns = int32(min(max(cfg.Concurrency, 4), 64))
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, pc)
+	if err != nil {
+		return nil, "", fmt.Errorf("-postgres: %w", err)
+	}
+	var version string
+	if err := pool.QueryRow(ctx, "SHOW server_version").Scan(&version); err != nil {
+		pool.Close()
+		return nil, "", fmt.Errorf("cannot reach PostgreSQL at %s: %w", cfg.Postgres, err)
+	}
+	return pool, version, nil
+}
+
 // redisBenchmark runs redis-benchmark on the claim script when the store
 // is Redis and -redis-benchmark is on; otherwise it returns nil.
 func redisBenchmark(ctx context.Context, e *env) *redisBenchResult {
-	if e.cfg.Store == "memory" || !e.cfg.RedisBench {
+	if len(e.cfg.RedisAddrs) == 0 || !e.cfg.RedisBench {
 		return nil
 	}
 	client := e.redisClient()

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"time"
 
 	"encoding/json"
@@ -12,6 +13,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+
+	"github.com/idemrt/idem/internal/pgtest"
 	"github.com/idemrt/idem/internal/redistest"
 )
 
@@ -21,6 +25,7 @@ func TestBadFlags(t *testing.T) {
 		{"-concurrency", "-1"},
 		{"-store", "redis"},
 		{"-store", "postgres"},
+		{"-postgres", "postgres://127.0.0.1/db", "-store", "memory"},
 		{"-redis", "localhost"},
 		{"-redis", "a:1", "-redis-cluster", "b:1,c:1"},
 		{"-dist", "pareto"},
@@ -53,6 +58,17 @@ func TestDefaults(t *testing.T) {
 	c, err = parseFlags([]string{"-redis", "127.0.0.1:6399", "-scenarios", "unique, replay"}, &bytes.Buffer{})
 	if err != nil || c.Store != "redis" || len(c.Systems) != 4 || strings.Join(c.Scenarios, ",") != "unique,replay" {
 		t.Fatalf("-redis: %+v %v", c, err)
+	}
+	c, err = parseFlags([]string{"-postgres", "postgres://app:secret@db.example:5433/orders"}, &bytes.Buffer{})
+	if err != nil || c.Store != "postgres" || strings.Join(c.Stores, ",") != "postgres" || len(c.Systems) != 4 {
+		t.Fatalf("-postgres: %+v %v", c, err)
+	}
+	if c.Postgres != "db.example:5433/orders" || strings.Contains(fmt.Sprint(c.Postgres), "secret") {
+		t.Fatalf("-postgres in the report: %q", c.Postgres)
+	}
+	c, err = parseFlags([]string{"-redis", "127.0.0.1:6399", "-postgres", "host=127.0.0.1"}, &bytes.Buffer{})
+	if err != nil || c.Store != "redis" || strings.Join(c.Stores, ",") != "redis,postgres" {
+		t.Fatalf("-redis and -postgres: %+v %v", c, err)
 	}
 }
 
@@ -93,7 +109,7 @@ func checkReport(t *testing.T, rep Report, scenarios, systems int) {
 			t.Errorf("storm/idem: nobody joined a run: %v", r.Outcomes)
 		}
 	}
-	if len(rep.Targets) != 6 {
+	if len(rep.Targets) != 7 {
 		t.Errorf("%d targets", len(rep.Targets))
 	}
 }
@@ -103,6 +119,48 @@ func TestShortRunMemory(t *testing.T) {
 	checkReport(t, rep, 5, 4)
 	if len(rep.Sizes) != 1 || rep.Sizes[0].BytesPerRecord <= 0 || rep.Sizes[0].BytesPerInFlightKey <= 0 {
 		t.Errorf("sizes: %+v", rep.Sizes)
+	}
+}
+
+func TestShortRunPostgres(t *testing.T) {
+	srv := pgtest.Start(t, pgtest.Options{})
+	rep := runShort(t, "-postgres", srv.DSN("postgres"), "-scenarios", "unique,storm,replay")
+	checkReport(t, rep, 3, 4)
+	if rep.Machine.Postgres == "" {
+		t.Error("PostgreSQL version missing")
+	}
+	for _, r := range rep.Results {
+		if r.Store != "postgres" || (r.System == "idem" && r.StoreRoundTrips == 0) {
+			t.Errorf("%s/%s on %s: %d store round trips", r.Scenario, r.System, r.Store, r.StoreRoundTrips)
+		}
+	}
+	if len(rep.Sizes) != 1 || rep.Sizes[0].PostgresBytesPerRecord <= 0 {
+		t.Errorf("sizes: %+v", rep.Sizes)
+	}
+	var left int
+	conn, err := pgx.Connect(context.Background(), srv.DSN("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	if err := conn.QueryRow(context.Background(), "SELECT count(*) FROM pg_tables WHERE tablename LIKE 'idem_bench%'").Scan(&left); err != nil || left != 0 {
+		t.Errorf("%d tables of the runs left behind (%v)", left, err)
+	}
+}
+
+// With -redis and -postgres, every scenario runs on both, and idem's rows
+// on PostgreSQL carry their ratio to idem on Redis.
+func TestShortRunRedisAndPostgres(t *testing.T) {
+	srv := redistest.Start(t, redistest.Options{})
+	pg := pgtest.Start(t, pgtest.Options{})
+	rep := runShort(t, "-redis", srv.Addr, "-postgres", pg.DSN("postgres"), "-redis-benchmark=false",
+		"-scenarios", "unique", "-systems", "idem,plain")
+	if !rep.OK || len(rep.Results) != 4 {
+		t.Fatalf("OK %v, %d results", rep.OK, len(rep.Results))
+	}
+	r := find(rep.Results, "postgres", "unique", "idem")
+	if r == nil || r.Ratios["idem on redis"] <= 0 || r.Ratios["plain"] <= 0 {
+		t.Fatalf("idem on postgres: %+v", r)
 	}
 }
 

@@ -31,14 +31,15 @@ type Machine struct {
 	CPUs       int    `json:"cpus"`
 	GOMAXPROCS int    `json:"gomaxprocs"`
 	CPUModel   string `json:"cpu_model,omitempty"`
-	Redis      string `json:"redis,omitempty"` // server version, when a Redis store is used
+	Redis      string `json:"redis,omitempty"`    // server version, when a Redis store is used
+	Postgres   string `json:"postgres,omitempty"` // server version, when the PostgreSQL store is used
 }
 
 // Result is one system's run of one scenario.
 type Result struct {
 	Scenario string `json:"scenario"`
 	System   string `json:"system"`
-	Store    string `json:"store"` // memory, redis, redis-cluster
+	Store    string `json:"store"` // memory, redis, redis-cluster, postgres
 
 	Calls        int64   `json:"calls"`
 	Errors       int64   `json:"errors"`
@@ -114,12 +115,14 @@ type Target struct {
 }
 
 // Sizes are memory costs of one system, measured once per run: Go heap
-// bytes (and, on Redis, MEMORY USAGE of a record).
+// bytes (and, on Redis, MEMORY USAGE of a record; on PostgreSQL, the
+// table's size with its indexes per row).
 type Sizes struct {
-	System              string  `json:"system"`
-	BytesPerInFlightKey float64 `json:"bytes_per_in_flight_key"`
-	BytesPerRecord      float64 `json:"bytes_per_record"`
-	RedisBytesPerRecord float64 `json:"redis_bytes_per_record,omitempty"`
+	System                 string  `json:"system"`
+	BytesPerInFlightKey    float64 `json:"bytes_per_in_flight_key"`
+	BytesPerRecord         float64 `json:"bytes_per_record"`
+	RedisBytesPerRecord    float64 `json:"redis_bytes_per_record,omitempty"`
+	PostgresBytesPerRecord float64 `json:"postgres_bytes_per_record,omitempty"`
 }
 
 func writeJSON(dir string, r *Report) error {
@@ -128,4 +131,24 @@ func writeJSON(dir string, r *Report) error {
 		return err
 	}
 	return os.WriteFile(filepath.Join(dir, "report.json"), b, 0o644)
+}
+
+// label names r's system and store: "idem (postgres)", for a run of more
+// than one store.
+func (r Result) label() string { return r.System + " (" + r.Store + ")" }
+
+// multiStore reports whether scenario's results come from more than one
+// store.
+func multiStore(results []Result, scenario string) bool {
+	store := ""
+	for _, r := range results {
+		if r.Scenario != scenario {
+			continue
+		}
+		if store != "" && r.Store != store {
+			return true
+		}
+		store = r.Store
+	}
+	return false
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/idemrt/idem"
+	"github.com/idemrt/idem/store/pgstore"
 	"github.com/idemrt/idem/store/redisstore"
 )
 
@@ -32,7 +33,8 @@ func measureSizes(ctx context.Context, e *env) (Sizes, error) {
 }
 
 // measureRecord sets sz's sizes of a stored record: the Go heap per record
-// over 50,000 stored ones and, on Redis, one record's MEMORY USAGE.
+// over 50,000 stored ones and, on Redis, one record's MEMORY USAGE; on
+// PostgreSQL, the table's bytes (heap, TOAST and indexes) per row.
 func measureRecord(ctx context.Context, e *env, sz *Sizes) error {
 	const stored = 50000
 	sys, err := newSystem("idem", e, "sizes-stored")
@@ -43,16 +45,38 @@ func measureRecord(ctx context.Context, e *env, sz *Sizes) error {
 	defer s.close()
 	fn := func(context.Context) (receipt, error) { return receipt{ID: "rcpt-1", Amount: 4200}, nil }
 	before := heapNow()
-	for i := range stored {
-		if _, err := idem.Do(ctx, s.rt, fmt.Sprint("k", i), fn); err != nil {
-			return err
-		}
+	// From many goroutines, so that a store's round trips overlap (the
+	// heap after is the same).
+	const callers = 64
+	errs := make(chan error, callers)
+	var wg sync.WaitGroup
+	for g := range callers {
+		wg.Go(func() {
+			for i := g; i < stored; i += callers {
+				if _, err := idem.Do(ctx, s.rt, fmt.Sprint("k", i), fn); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return err
 	}
 	sz.BytesPerRecord = float64(int64(heapNow())-int64(before)) / stored
-	if rs, ok := s.st.(*redisstore.Store); ok {
-		n, err := s.client.MemoryUsage(ctx, rs.RecordKey("k0")).Result()
+	switch st := s.st.(type) {
+	case *redisstore.Store:
+		n, err := s.client.MemoryUsage(ctx, st.RecordKey("k0")).Result()
 		if err == nil {
 			sz.RedisBytesPerRecord = float64(n)
+		}
+	case *pgstore.Store:
+		var n float64
+		err := s.pg.QueryRow(ctx, "SELECT pg_total_relation_size($1::regclass)::float8 / count(*) FROM "+st.Table(), st.Table()).Scan(&n)
+		if err == nil {
+			sz.PostgresBytesPerRecord = n
 		}
 	}
 	return nil

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/golang-lru/v2/expirable"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/sync/singleflight"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/idemrt/idem/idemprom"
 	"github.com/idemrt/idem/store"
 	"github.com/idemrt/idem/store/memstore"
+	"github.com/idemrt/idem/store/pgstore"
 	"github.com/idemrt/idem/store/redisstore"
 )
 
@@ -55,11 +57,21 @@ type system interface {
 	close()
 }
 
-// env is what systems are built from.
+// env is what systems are built from. Its cfg.Store is the store of the
+// runs at hand (see forStore).
 type env struct {
 	cfg    Config
 	prefix string              // per run, so that systems never share keys
 	col    *idemprom.Collector // with -metrics: the idem systems' observer
+	pg     *pgxpool.Pool       // with -postgres: the pool every system shares
+	tables *atomic.Int64       // names the PostgreSQL tables of the runs
+}
+
+// forStore returns e for the runs on store, one of cfg.Stores.
+func (e *env) forStore(store string) *env {
+	c := *e
+	c.cfg.Store = store
+	return &c
 }
 
 func (e *env) redisClient() redis.UniversalClient {
@@ -97,11 +109,54 @@ func (e *env) redisStore(prefix string) (redis.UniversalClient, *redisstore.Stor
 	return client, st, nil
 }
 
+// pgStore returns a PostgreSQL store on a new table of its own, which
+// closeStore drops: each run starts from an empty table.
+func (e *env) pgStore() (*pgstore.Store, error) {
+	table := fmt.Sprintf("idem_bench_%d_%d", time.Now().Unix(), e.tables.Add(1))
+	st, err := pgstore.New(context.Background(), e.pg, pgstore.Options{Table: table})
+	if err != nil {
+		return nil, err
+	}
+	if err := st.Migrate(context.Background()); err != nil {
+		st.Close()
+		return nil, err
+	}
+	return st, nil
+}
+
+// sharedStore returns the store of a system on the configured shared
+// store (Redis or PostgreSQL), keys under ns; close it with closeStore.
+func (e *env) sharedStore(ns string) (redis.UniversalClient, store.Store, error) {
+	if e.cfg.Store == "postgres" {
+		st, err := e.pgStore()
+		return nil, st, err
+	}
+	return e.redisStore(ns)
+}
+
+// closeStore closes a store made by sharedStore (a PostgreSQL store's
+// table is dropped, on pool) and its Redis client.
+func closeStore(st store.Store, client redis.UniversalClient, pool *pgxpool.Pool) {
+	switch st := st.(type) {
+	case *redisstore.Store:
+		st.Close()
+	case *pgstore.Store:
+		st.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_, _ = pool.Exec(ctx, "DROP TABLE IF EXISTS "+st.Table())
+	}
+	if client != nil {
+		client.Close()
+	}
+}
+
 // idemSystem is the runtime under test.
 type idemSystem struct {
 	n      string
 	rt     *idem.Runtime
 	client redis.UniversalClient
+	pg     *pgxpool.Pool
 	st     store.Store
 }
 
@@ -114,7 +169,7 @@ func newIdemSystem(name string, e *env, ns string) (system, error) {
 	}
 	var client redis.UniversalClient
 	if e.cfg.Store != "memory" {
-		c, st, err := e.redisStore(ns)
+		c, st, err := e.sharedStore(ns)
 		if err != nil {
 			return nil, err
 		}
@@ -127,7 +182,7 @@ func newIdemSystem(name string, e *env, ns string) (system, error) {
 	if e.col != nil {
 		e.col.Watch(rt)
 	}
-	return &idemSystem{n: name, rt: rt, client: client, st: opts.Store}, nil
+	return &idemSystem{n: name, rt: rt, client: client, pg: e.pg, st: opts.Store}, nil
 }
 
 func (s *idemSystem) name() string { return s.n }
@@ -151,12 +206,7 @@ func (s *idemSystem) close() {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	_ = s.rt.Close(ctx)
-	if rs, ok := s.st.(*redisstore.Store); ok {
-		rs.Close()
-	}
-	if s.client != nil {
-		s.client.Close()
-	}
+	closeStore(s.st, s.client, s.pg)
 }
 
 // mutexMap is the in-process limit: one mutex, one map of entries that
@@ -246,11 +296,12 @@ func (s *sfLRU) close()                     {}
 // sleeps and claims again until it settles: the original design ("poll")
 // every -poll-interval (50 ms by default), or a plain client ("plain") that
 // polls every millisecond. Either way, one store call per operation, no
-// batching.
+// batching: on PostgreSQL, one statement per round trip.
 type pollSystem struct {
 	n        string
 	st       store.Store
 	client   redis.UniversalClient
+	pg       *pgxpool.Pool
 	interval time.Duration
 	settle   time.Duration
 	owners   atomic.Int64
@@ -260,7 +311,7 @@ type pollSystem struct {
 // newPollSystem builds the poll baseline ("plain": polling every
 // millisecond) on the configured store, keys under ns.
 func newPollSystem(name string, e *env, ns string) (system, error) {
-	p := &pollSystem{n: name, interval: e.cfg.PollInterval, settle: e.cfg.Settle}
+	p := &pollSystem{n: name, interval: e.cfg.PollInterval, settle: e.cfg.Settle, pg: e.pg}
 	if name == "plain" {
 		p.interval = time.Millisecond
 	}
@@ -268,7 +319,7 @@ func newPollSystem(name string, e *env, ns string) (system, error) {
 		p.st = memstore.New(memstore.Options{})
 		return p, nil
 	}
-	client, st, err := e.redisStore(ns)
+	client, st, err := e.sharedStore(ns)
 	if err != nil {
 		return nil, err
 	}
@@ -327,11 +378,4 @@ func (s *pollSystem) do(ctx context.Context, key string, fn workFn, _ bool) (rec
 
 func (s *pollSystem) storeCalls() (int64, int64) { n := s.calls.Load(); return n, n }
 
-func (s *pollSystem) close() {
-	if rs, ok := s.st.(*redisstore.Store); ok {
-		rs.Close()
-	}
-	if s.client != nil {
-		s.client.Close()
-	}
-}
+func (s *pollSystem) close() { closeStore(s.st, s.client, s.pg) }

@@ -12,9 +12,14 @@ func printScenario(w io.Writer, scenario string, results []Result) {
 	fmt.Fprintf(w, "\n%s\n", scenarioTitle(scenario))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "system\tthroughput\tp50\tp99\tp999\tsettle p50\tsettle p99\texecutions/keys\terrors\tstore trips\tops/trip\tallocs/op\tvs baselines\t")
+	multi := multiStore(results, scenario)
 	for _, r := range results {
 		if r.Scenario != scenario {
 			continue
+		}
+		name := r.System
+		if multi {
+			name = r.label()
 		}
 		execs := count(r.Executions) + "/" + count(r.KeysCompleted)
 		if k := r.ranTwice(); k > 0 {
@@ -29,7 +34,7 @@ func printScenario(w io.Writer, scenario string, results []Result) {
 			opsPerTrip = decimal(float64(r.StoreOps) / float64(r.StoreRoundTrips))
 		}
 		cells := []string{
-			r.System, rate(r.Throughput),
+			name, rate(r.Throughput),
 			micros(r.Latency.P50), micros(r.Latency.P99), micros(r.Latency.P999),
 			settleMicros(r.Settle, r.Settle.P50), settleMicros(r.Settle, r.Settle.P99),
 			execs, errs, count(r.StoreRoundTrips), opsPerTrip, decimal(r.AllocsPerOp), ratios(r.Ratios),
@@ -94,6 +99,9 @@ func printSizes(w io.Writer, ss []Sizes) {
 			s.System, bytesPer(s.BytesPerInFlightKey), bytesPer(s.BytesPerRecord))
 		if s.RedisBytesPerRecord > 0 {
 			fmt.Fprintf(w, ", %s per record in Redis (MEMORY USAGE)", bytesPer(s.RedisBytesPerRecord))
+		}
+		if s.PostgresBytesPerRecord > 0 {
+			fmt.Fprintf(w, ", %s per row in PostgreSQL (table and indexes)", bytesPer(s.PostgresBytesPerRecord))
 		}
 		fmt.Fprintln(w)
 	}

@@ -2,18 +2,21 @@ package main
 
 import "fmt"
 
-// find returns the result of system in scenario, if it ran.
-func find(results []Result, scenario, system string) *Result {
+// find returns the result of system in scenario on store ("": the first
+// store that ran it), if it ran.
+func find(results []Result, store, scenario, system string) *Result {
 	for i := range results {
-		if results[i].Scenario == scenario && results[i].System == system {
-			return &results[i]
+		r := &results[i]
+		if r.Scenario == scenario && r.System == system && (store == "" || r.Store == store) {
+			return r
 		}
 	}
 	return nil
 }
 
 // addRatios fills each idem row's throughput ratios to the other systems of
-// its scenario.
+// its scenario on its store, and to idem on the other stores of the run
+// ("idem on redis").
 func addRatios(results []Result) {
 	for i := range results {
 		r := &results[i]
@@ -21,14 +24,33 @@ func addRatios(results []Result) {
 			continue
 		}
 		for _, o := range results {
-			if o.Scenario == r.Scenario && o.System != r.System && o.Throughput > 0 {
-				if r.Ratios == nil {
-					r.Ratios = map[string]float64{}
-				}
-				r.Ratios[o.System] = r.Throughput / o.Throughput
+			if o.Scenario != r.Scenario || o.Throughput <= 0 || (o.System == r.System && o.Store == r.Store) {
+				continue
 			}
+			name := o.System
+			if o.Store != r.Store {
+				if o.System != "idem" {
+					continue
+				}
+				name = "idem on " + o.Store
+			}
+			if r.Ratios == nil {
+				r.Ratios = map[string]float64{}
+			}
+			r.Ratios[name] = r.Throughput / o.Throughput
 		}
 	}
+}
+
+// ranOn returns the store of the run that onStore names ("redis" also
+// stands for redis-cluster), or "" when the run had none.
+func ranOn(cfg Config, onStore string) string {
+	for _, st := range cfg.Stores {
+		if st == onStore || (onStore == "redis" && st == "redis-cluster") {
+			return st
+		}
+	}
+	return ""
 }
 
 // targets checks the performance targets (docs/performance.md, "Targets")
@@ -47,6 +69,8 @@ func targets(cfg Config, results []Result, rb *redisBenchResult) []Target {
 			"replay", "idem", "idem-nocache", 20, "redis"),
 		ratioTarget(cfg, results, "LRU replay vs singleflight+LRU replay", "idem ≥ 1/2 of singleflight+LRU replay throughput",
 			"replay", "idem", "singleflight+lru", 0.5, "memory"),
+		ratioTarget(cfg, results, "PostgreSQL unique keys vs a plain client", "idem ≥ 2× one statement per operation, 64 callers",
+			"unique", "idem", "plain", 2, "postgres"),
 	}
 }
 
@@ -55,9 +79,10 @@ func targets(cfg Config, results []Result, rb *redisBenchResult) []Target {
 // store ("redis" also accepts redis-cluster).
 func ratioTarget(cfg Config, results []Result, name, goal, scenario, a, b string, least float64, onStore string) Target {
 	t := Target{Name: name, Goal: goal}
-	ra, rb := find(results, scenario, a), find(results, scenario, b)
+	st := ranOn(cfg, onStore)
+	ra, rb := find(results, st, scenario, a), find(results, st, scenario, b)
 	switch {
-	case onStore != "" && cfg.Store != onStore && !(onStore == "redis" && cfg.Store == "redis-cluster"):
+	case st == "":
 		t.Skipped = fmt.Sprintf("needs the %s store", onStore)
 	case ra == nil || rb == nil || rb.Throughput == 0:
 		t.Skipped = fmt.Sprintf("needs scenario %s with systems %s and %s", scenario, a, b)
@@ -74,14 +99,14 @@ func ratioTarget(cfg Config, results []Result, name, goal, scenario, a, b string
 // were released than by the poll baseline, on average.
 func stormTarget(cfg Config, results []Result) Target {
 	t := Target{Name: fmt.Sprintf("%d-caller duplicate storm", cfg.StormSize), Goal: "one execution per key; settle p99 < 1 ms"}
-	r := find(results, "storm", "idem")
+	r := find(results, "", "storm", "idem")
 	if r == nil {
 		t.Skipped = "needs scenario storm with system idem"
 		return t
 	}
 	t.Measured = fmt.Sprintf("%s executions for %s keys; settle p99 %s (mean %s)",
 		count(r.Executions), count(r.KeysCompleted), micros(r.Settle.P99), micros(r.Settle.Mean))
-	if p := find(results, "storm", "poll"); p != nil && p.Settle.Count > 0 {
+	if p := find(results, r.Store, "storm", "poll"); p != nil && p.Settle.Count > 0 {
 		t.Measured += fmt.Sprintf("; poll baseline settle mean %s", micros(p.Settle.Mean))
 		t.Ratio = p.Settle.Mean / max(r.Settle.Mean, 1e-9)
 	}
@@ -93,8 +118,8 @@ func stormTarget(cfg Config, results []Result) Target {
 // rate that redis-benchmark's pipelined claim scripts allow.
 func pipelineTarget(cfg Config, results []Result, rb *redisBenchResult) Target {
 	t := Target{Name: "Redis unique keys vs redis-benchmark", Goal: "idem ≥ 0.6× redis-benchmark pipelining the same scripts"}
-	switch r := find(results, "unique", "idem"); {
-	case cfg.Store == "memory":
+	switch r := find(results, ranOn(cfg, "redis"), "unique", "idem"); {
+	case ranOn(cfg, "redis") == "":
 		t.Skipped = "needs the redis store"
 	case rb == nil || rb.err != nil:
 		t.Skipped = "redis-benchmark did not run"
