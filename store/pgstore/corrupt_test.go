@@ -62,6 +62,10 @@ func TestCorruptRows(t *testing.T) {
 		if _, err := s.Inspect(bg, key); !errors.As(err, &ce) || ce.Key != key {
 			t.Errorf("%s: Inspect = %v; want a *CorruptError", key, err)
 		}
+		if !errors.Is(err, store.ErrCorrupt) || store.IsContract(err) {
+			t.Errorf("%s: %v matches store.ErrCorrupt %v, a contract error %v; want ErrCorrupt only",
+				key, err, errors.Is(err, store.ErrCorrupt), store.IsContract(err))
+		}
 	}
 }
 

@@ -139,6 +139,9 @@ const (
 func (c *call) decode(local time.Time, table string) verdict {
 	op := c.op
 	op.Err = nil
+	if op.Kind == store.OpForget && c.w != nil {
+		return settled // deleted, whatever it held
+	}
 	for _, r := range []*row{c.w, c.s} {
 		if r == nil {
 			continue
