@@ -99,6 +99,13 @@ func micros(d time.Duration) int64 { return int64((d + time.Microsecond - 1) / t
 // one key keep their order). Answers count only once the transaction has
 // committed. See the package documentation for what happens to a batch
 // that the server refuses, or whose reply is lost.
+//
+// An OpForget says whether it deleted a result, which [Store.Forget]
+// cannot (forgetting nothing is no error): when op.Err is nil,
+// op.Result.Status is store.Completed if the key had a result (a value or
+// a permanent error) and it was deleted, and zero if there was nothing to
+// delete (the key was absent, ended, or released: a released key's row
+// stays until its end, so that its fence keeps rising).
 func (s *Store) Batch(ctx context.Context, ops []*store.Op) {
 	if s.isClosed() {
 		for _, op := range ops {

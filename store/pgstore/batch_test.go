@@ -281,3 +281,33 @@ func TestLostRenewReplyIsRepeated(t *testing.T) {
 		t.Fatalf("%d replies dropped (the batch ran: %v), want 1 that ran", p.drops.Load(), p.ranAndCommitted())
 	}
 }
+
+// A Forget in a batch says whether it deleted a result.
+func TestForgetSaysWhetherItDeleted(t *testing.T) {
+	t.Parallel()
+	s := newStore(t, sharedPool(t), pgstore.Options{})
+	done := claimKey(t, s, "done", "o")
+	if _, err := s.Complete(bg, "done", done, store.Record{Failed: true, Error: "declined"}, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	released := claimKey(t, s, "released", "o")
+	if err := s.Release(bg, "released", released); err != nil {
+		t.Fatal(err)
+	}
+	claimKey(t, s, "held", "o")
+	ops := []*store.Op{{Kind: store.OpForget, Key: "done"}, {Kind: store.OpForget, Key: "released"},
+		{Kind: store.OpForget, Key: "absent"}, {Kind: store.OpForget, Key: "held"}, {Kind: store.OpForget, Key: "done"}}
+	for _, op := range ops {
+		op.Result.Status = store.Completed // as a caller counting deletions starts them
+	}
+	store.Run(bg, s, ops)
+	want := []store.Status{store.Completed, 0, 0, 0, 0}
+	for i, op := range ops {
+		if op.Result.Status != want[i] || (op.Err != nil) != (op.Key == "held") {
+			t.Errorf("Forget(%s) #%d: status %v, err %v; want status %v", op.Key, i, op.Result.Status, op.Err, want[i])
+		}
+	}
+	if !errors.Is(ops[3].Err, store.ErrInProgress) {
+		t.Errorf("Forget of a held key: %v", ops[3].Err)
+	}
+}

@@ -140,7 +140,12 @@ func (c *call) decode(local time.Time, table string) verdict {
 	op := c.op
 	op.Err = nil
 	if op.Kind == store.OpForget && c.w != nil {
-		return settled // deleted, whatever it held
+		// Deleted, whatever it held; a result if it was live and
+		// completed (see Store.Batch).
+		if c.w.done() {
+			op.Result.Status = store.Completed
+		}
+		return settled
 	}
 	for _, r := range []*row{c.w, c.s} {
 		if r == nil {
