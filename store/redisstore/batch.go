@@ -72,6 +72,16 @@ func (s *Store) prepare(op *store.Op) (call, bool) {
 // reply was lost, and any op that Redis refused before running it
 // (TRYAGAIN, LOADING, CLUSTERDOWN and the like); for a Complete, a Release or
 // a Forget whose reply was lost, the lost reply's error is the op's error.
+//
+// An OpForget says whether it deleted a result, which [Store.Forget]
+// cannot (forgetting nothing is no error): when op.Err is nil,
+// op.Result.Status is store.Completed if the key had a result (a value or a
+// permanent error) and it was deleted, and zero if there was nothing to
+// delete: the key was absent, expired, or released (a released key's
+// record lives on, so that its fence keeps rising, and Scan lists it).
+// Batch sets it whatever op.Result held before, so a caller may start each
+// op at store.Completed and count the ops still there afterwards, as
+// deleted, with any store: one that does not report it leaves it.
 func (s *Store) Batch(ctx context.Context, ops []*store.Op) {
 	if s.timeout > 0 {
 		var cancel context.CancelFunc

@@ -121,10 +121,16 @@ func decodeGet(op *store.Op, r *reply, code int64, now time.Time) bool {
 	return true
 }
 
+// decodeForget reads the reply of a Forget: see [Store.Batch] for what its
+// Result.Status says.
 func decodeForget(op *store.Op, code int64) bool {
 	switch code {
 	case 1:
+		op.Result = store.ClaimResult{Status: store.Completed}
+	case 0:
+		op.Result = store.ClaimResult{}
 	case 3:
+		op.Result = store.ClaimResult{}
 		op.Err = store.ErrInProgress
 	default:
 		return false

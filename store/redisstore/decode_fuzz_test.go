@@ -177,7 +177,7 @@ var replySeeds = map[store.OpKind][]any{
 		[]any{2, "c", "v"},
 		[]any{true},
 	},
-	store.OpForget: {[]any{1}, []any{3}, []any{4}, []any{replyError("ERR boom")}},
+	store.OpForget: {[]any{1}, []any{0}, []any{3}, []any{4}, []any{replyError("ERR boom")}},
 }
 
 // replyCodes are the codes each script sends for each op, with the
@@ -188,7 +188,7 @@ var replyCodes = map[store.OpKind]map[int64]error{
 	store.OpRelease:  {1: nil, 0: store.ErrLeaseLost},
 	store.OpRenew:    {1: nil, 0: store.ErrLeaseLost},
 	store.OpGet:      {2: nil, 0: store.ErrNotFound},
-	store.OpForget:   {1: nil, 3: store.ErrInProgress},
+	store.OpForget:   {1: nil, 0: nil, 3: store.ErrInProgress},
 }
 
 // replyCode reads the code of a reply as decode should: an integer, or a
@@ -292,6 +292,10 @@ func checkShape(t *testing.T, kind store.OpKind, code int64, vals []any, op *sto
 		rec = &res.Record
 	case kind == store.OpGet || kind == store.OpComplete:
 		rec = &res.Record
+	case kind == store.OpForget:
+		if want := map[int64]store.Status{1: store.Completed}[code]; res.Status != want {
+			t.Fatalf("forget reply %#v: status %v, want %v", vals, res.Status, want)
+		}
 	}
 	if rec == nil {
 		return

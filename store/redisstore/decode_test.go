@@ -34,7 +34,7 @@ func TestDecodeUnexpectedReplyIsCorrupt(t *testing.T) {
 		store.OpRelease:  {{}, {"x"}, {2}},
 		store.OpRenew:    {{}, {5}},
 		store.OpGet:      {{}, {true}, {1}, {3}, {2, "r", "v", "", int64(1), "o", int64(0), int64(1), int64(0)}},
-		store.OpForget:   {{}, {0}, {2}, {4}},
+		store.OpForget:   {{}, {-2}, {2}, {4}},
 	}
 	for kind, rs := range replies {
 		for _, vals := range rs {

@@ -187,14 +187,19 @@ return {2, st, r[4], r[5] or '', fen, r[2] or '', ca, redis.call('PTTL', KEYS[1]
 
 var getScript = redis.NewScript(getSrc)
 
-// forgetScript deletes a completed record. Replies {1} done, {3} in progress.
+// forgetScript deletes a completed record. Replies {1} deleted, {0}
+// nothing to delete (absent, or released: a released record lives on, so
+// that its fence keeps rising, and is left), {3} in progress.
 const forgetSrc = luaRecord + `
 local r, bad = record('st')
 if not r then return {-1, bad} end
 local st = r[1]
 if st == 'p' then return {3} end
-if st == 'c' or st == 'f' then redis.call('DEL', KEYS[1], KEYS[2]) end
-return {1}
+if st == 'c' or st == 'f' then
+  redis.call('DEL', KEYS[1], KEYS[2])
+  return {1}
+end
+return {0}
 `
 
 var forgetScript = redis.NewScript(forgetSrc)
