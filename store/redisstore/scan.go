@@ -16,14 +16,22 @@ import (
 
 var _ store.Scanner = (*Store)(nil)
 
-// scanCalls bounds the SCAN calls of one page.
-const scanCalls = 8
+// A page of Scan makes up to scanCalls SCAN calls for each maxScanCount
+// keys of its limit, each with a COUNT of at most maxScanCount.
+const (
+	scanCalls    = 8
+	maxScanCount = 1000
+)
 
 // Scan implements [store.Scanner] with SCAN, never KEYS: each call walks
-// about limit slots of the keyspace (COUNT) and keeps the names that MATCH
-// the records of keys starting with prefix, so a page costs O(limit) on the
-// server however large the database, and a whole scan O(keys in the
-// database), not O(keys in the prefix). A page makes up to 8 SCAN calls
+// about as many slots of the keyspace as the page still wants keys, but
+// never more than 1000 (its COUNT), and keeps the names that MATCH the
+// records of keys starting with prefix. So no call holds the server for
+// long (a SCAN with COUNT 1000 takes well under a millisecond, whatever the
+// database holds, where one with the COUNT of a huge limit would walk it
+// all at once), a page costs O(limit) on the server, and a whole scan
+// O(keys in the database), not O(keys in the prefix). A page makes up to 8
+// SCAN calls for each 1000 keys of its limit (8 for a limit up to 1000)
 // until it has limit keys; it may hold fewer, none at all, before the scan
 // ends (a MATCH keeps few names of a large database): go on until the
 // cursor is "". A page may hold a few more keys than limit, and a key may
@@ -60,8 +68,10 @@ func (s *Store) Scan(ctx context.Context, prefix, cursor string, limit int) ([]s
 	match := s.matchPattern(prefix)
 	var keys []string
 	seen := make(map[string]struct{})
-	for calls := 0; calls < scanCalls && len(keys) < limit && i < len(nodes); calls++ {
-		names, next, err := nodes[i].c.Scan(ctx, pos, match, int64(limit-len(keys))).Result()
+	budget := scanCalls * ((limit-1)/maxScanCount + 1)
+	for calls := 0; calls < budget && len(keys) < limit && i < len(nodes); calls++ {
+		count := min(limit-len(keys), maxScanCount)
+		names, next, err := nodes[i].c.Scan(ctx, pos, match, int64(count)).Result()
 		if err != nil {
 			return nil, "", fmt.Errorf("redisstore: scan %s: %w", nodes[i].name(), err)
 		}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -238,5 +239,55 @@ func TestInspectLeaseLeft(t *testing.T) {
 	}
 	if e.State != store.Held || e.Token != res.Token || e.LeaseLeft > 10*time.Second-50*time.Millisecond || e.LeaseLeft < 9*time.Second {
 		t.Fatalf("Inspect = %+v, want held by %+v with about 9.95s left", e, res.Token)
+	}
+}
+
+// A page never asks one SCAN call to walk more than 1000 slots (COUNT),
+// however large the limit: a SCAN with COUNT 100000000 on a database of a
+// million keys held the server for about 750ms. A large limit makes more
+// calls instead, and a page still gets every key it can hold.
+func TestScanCountIsCapped(t *testing.T) {
+	srv := redistest.Start(t, redistest.Options{})
+	c := newClient(t, srv)
+	s := newStore(t, c)
+	pipe := c.Pipeline()
+	const n = 2500
+	for i := range n {
+		pipe.HSet(bg, s.RecordKey(fmt.Sprint("k", i)), "st", "c")
+		pipe.Set(bg, fmt.Sprint("other:", i), "x", 0)
+	}
+	if _, err := pipe.Exec(bg); err != nil {
+		t.Fatal(err)
+	}
+	for _, kv := range [][2]string{{"slowlog-log-slower-than", "0"}, {"slowlog-max-len", "100000"}} {
+		if err := c.ConfigSet(bg, kv[0], kv[1]).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.SlowLogReset(bg)
+	keys, next, err := s.Scan(bg, "", "", 100_000_000)
+	if err != nil || next != "" || len(keys) < n {
+		t.Fatalf("Scan with a huge limit: %d keys, next %q, %v; want all %d in one page", len(keys), next, err, n)
+	}
+	logs, err := c.SlowLogGet(bg, -1).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := 0
+	for _, l := range logs {
+		if len(l.Args) == 0 || !strings.EqualFold(l.Args[0], "scan") {
+			continue
+		}
+		calls++
+		for i := 1; i+1 < len(l.Args); i++ {
+			if strings.EqualFold(l.Args[i], "count") {
+				if count, err := strconv.Atoi(l.Args[i+1]); err != nil || count > 1000 {
+					t.Errorf("a SCAN call with COUNT %s: %q", l.Args[i+1], l.Args)
+				}
+			}
+		}
+	}
+	if calls < 2 {
+		t.Errorf("%d SCAN calls for a database of %d keys, want several of COUNT 1000 at most", calls, 2*n)
 	}
 }
