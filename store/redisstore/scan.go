@@ -150,12 +150,13 @@ func parseScanCursor(cursor string, nodes []scanNode) (int, uint64, error) {
 	if cursor == "" {
 		return 0, 0, nil
 	}
-	addr, num := "", cursor
+	// A cursor names a master exactly when the store walks a cluster.
+	addr, num, named := "", cursor, false
 	if i := strings.LastIndexByte(cursor, '/'); i >= 0 {
-		addr, num = cursor[:i], cursor[i+1:]
+		addr, num, named = cursor[:i], cursor[i+1:], true
 	}
 	pos, err := strconv.ParseUint(num, 10, 64)
-	if err != nil || (addr == "") != (nodes[0].addr == "") {
+	if err != nil || named != (nodes[0].addr != "") || named && addr == "" {
 		return 0, 0, fmt.Errorf("%w: redisstore: %q is not a scan cursor of this store", store.ErrInvalidArgument, cursor)
 	}
 	i := slices.IndexFunc(nodes, func(n scanNode) bool { return n.addr == addr })

@@ -181,8 +181,24 @@ func TestScanClusterCursor(t *testing.T) {
 	if _, _, err := s.Scan(bg, "", "127.0.0.1:1/0", 1); err == nil || !strings.Contains(err.Error(), "start the scan again") {
 		t.Errorf("Scan from a cursor of a gone master: %v", err)
 	}
-	for _, bad := range []string{"x", "17", addr + "/x"} {
+	for _, bad := range []string{"x", "17", addr + "/x", "/0", "/", addr + "/"} {
 		if _, _, err := s.Scan(bg, "", bad, 1); !errors.Is(err, store.ErrInvalidArgument) {
+			t.Errorf("Scan from cursor %q: %v, want ErrInvalidArgument", bad, err)
+		}
+	}
+}
+
+// A single node's cursor is a number alone: one that names a node, even
+// an empty one ("/0"), is no cursor of this store, nor is a number that is
+// no SCAN cursor.
+func TestScanSingleCursor(t *testing.T) {
+	srv := redistest.Start(t, redistest.Options{})
+	s := newStore(t, newClient(t, srv))
+	if _, next, err := s.Scan(bg, "", "0", 10); err != nil || next != "" {
+		t.Fatalf("Scan from cursor 0 of an empty store: %q, %v", next, err)
+	}
+	for _, bad := range []string{"/0", "127.0.0.1:6379/0", "/", "x", "-1", " 1", "1 ", "0x10", "18446744073709551616"} {
+		if _, _, err := s.Scan(bg, "", bad, 10); !errors.Is(err, store.ErrInvalidArgument) {
 			t.Errorf("Scan from cursor %q: %v, want ErrInvalidArgument", bad, err)
 		}
 	}
