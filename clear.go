@@ -1,15 +1,16 @@
 package idem
 
-// Clearing the results of a whole scope: a scan of the store, a page at a
-// time, each page's records forgotten in one batch.
+// Clearing the results of a whole scope: this runtime's cache of the scope
+// first, then a scan of the store, a page at a time, each page's keys let
+// through by their shards and forgotten in one batch.
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
-	"github.com/idemrt/idem/actors"
 	"github.com/idemrt/idem/store"
 )
 
@@ -43,7 +44,8 @@ type ClearResult struct {
 	// permanent errors (a key that expired or was forgotten between the
 	// scan and the delete counts too).
 	Deleted int
-	// Skipped is how many keys were in progress, and left as they were.
+	// Skipped is how many keys were in progress (in flight on this
+	// runtime, or held in the store by a run), and left as they were.
 	Skipped int
 	// SkippedKeys are the first of the skipped keys (at most
 	// ClearOptions.MaxSkippedKeys), in the order the scan met them, each
@@ -57,7 +59,9 @@ const (
 )
 
 // Clear deletes every stored result (completed, or a permanent error) whose
-// key is in scope, so that the next call of each key runs again. It
+// key is in scope, so that the next call of each key runs again. It first
+// drops every result of the scope from this runtime's cache (also those the
+// store no longer has: another instance may have forgotten them), then
 // scans the store a page at a time and forgets each page's keys in one
 // store batch; it never blocks the store as a whole (Redis: SCAN with a
 // match on the scope's prefix, never KEYS).
@@ -69,17 +73,29 @@ const (
 // its form (keys not built by BuildKey too): it empties the store of
 // results, for every service that shares it. Use it with care.
 //
-// Keys in progress are never broken: they are skipped, counted and listed
-// (ClearResult.Skipped, SkippedKeys), and their runs go on. ctx is checked
-// between pages: when it ends, Clear returns what it did so far with
-// ctx's error. A store failure stops it with a [*StoreError], and what it
-// did so far.
+// Keys in progress are never broken: a key this runtime has calls of in
+// flight (a run, the storing or release of its outcome, or callers waiting
+// for another instance) and a key the store has held by a run are skipped,
+// counted and listed (ClearResult.Skipped, SkippedKeys); their runs go on
+// and their results are kept.
 //
-// Clear drops the keys it deletes from this runtime's cache. Other
-// instances that share the store may keep replaying a result from their
-// own caches until it is evicted or expires there, as after
-// [Runtime.Forget]; a call of one of the keys in flight as Clear runs may
-// also keep its result.
+// Each page's keys go through their shards, as [Runtime.Forget] does,
+// before the store deletes them: a shard drops from the cache each key it
+// lets Clear delete, and a call of such a key that comes while the delete
+// is under way caches nothing. That call is concurrent with Clear: it may
+// get the result being deleted (it read it before the delete) or run again
+// (after it). Either way, once Clear returns, also early, this runtime
+// replays none of the results it deleted, and the next call of each such
+// key runs again.
+//
+// ctx is checked between pages and while the shards answer: when it ends,
+// Clear returns what it did so far with ctx's error (a page whose delete
+// was sent counts what the store did). A store failure stops it with a
+// [*StoreError], and what it did so far.
+//
+// Other instances that share the store may keep replaying a result from
+// their own caches until it is evicted or expires there, as after
+// [Runtime.Forget].
 //
 // It needs a store that implements [store.Scanner] (memstore and
 // redisstore do); with any other store it returns an error matching
@@ -100,11 +116,22 @@ func (rt *Runtime) Clear(ctx context.Context, scope store.Scope, opts ClearOptio
 	if !ok {
 		return res, fmt.Errorf("idem: Clear: the store (%T) does not implement store.Scanner: %w", rt.store, errors.ErrUnsupported)
 	}
+	if rt.closed.Load() {
+		return res, errClearClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return res, err
+	}
 	prefix := scopePrefix(scope)
+	// What this runtime caches of the scope goes first: the scan cannot
+	// find the keys the store no longer has.
+	if err := rt.set.DropCached(ctx, prefix); err != nil {
+		return res, clearErr(err)
+	}
 	cursor := ""
 	for {
 		if rt.closed.Load() {
-			return res, fmt.Errorf("idem: Clear: %w", ErrClosed)
+			return res, errClearClosed
 		}
 		if err := ctx.Err(); err != nil {
 			return res, err
@@ -123,8 +150,23 @@ func (rt *Runtime) Clear(ctx context.Context, scope store.Scope, opts ClearOptio
 	}
 }
 
+var errClearClosed = fmt.Errorf("idem: Clear: %w", ErrClosed)
+
+// clearErr is Clear's error for an error of the shards: closed, or ctx's.
+func clearErr(err error) error {
+	if errors.Is(err, store.ErrClosed) {
+		return errClearClosed
+	}
+	return err
+}
+
 // clearPage scans one page from cursor and forgets its keys, adding to
 // res; it returns the cursor of the next page.
+//
+// The keys go through their shards first (actors.ClearPage): a key in
+// flight here is skipped; the others leave the cache and are not cached
+// again until the store's answer is in, so no result deleted here comes
+// back into the cache. Then one store batch forgets them.
 func (rt *Runtime) clearPage(ctx context.Context, sc store.Scanner, prefix, cursor string, opts *ClearOptions, res *ClearResult) (string, error) {
 	sctx, cancel := rt.storeContext(ctx)
 	keys, next, err := sc.Scan(sctx, prefix, cursor, opts.PageSize)
@@ -132,47 +174,55 @@ func (rt *Runtime) clearPage(ctx context.Context, sc store.Scanner, prefix, curs
 	if err != nil {
 		return "", rt.storeErr(ctx, prefix, "scan", err)
 	}
-	ops := make([]*store.Op, 0, len(keys))
+	inScope := make([]string, 0, len(keys))
 	seen := make(map[string]bool, len(keys))
 	for _, key := range keys {
 		// A store that returned a key out of the scope must not have it
 		// deleted; a key returned twice in a page is deleted once.
-		if len(key) < len(prefix) || key[:len(prefix)] != prefix || seen[key] {
+		if !strings.HasPrefix(key, prefix) || seen[key] {
 			continue
 		}
 		seen[key] = true
-		ops = append(ops, &store.Op{Kind: store.OpForget, Key: key})
+		inScope = append(inScope, key)
 	}
-	res.Scanned += len(ops)
-	if len(ops) == 0 {
+	keys = inScope
+	res.Scanned += len(keys)
+	if len(keys) == 0 {
 		return next, nil
 	}
-	bctx, cancel := rt.storeContext(ctx)
-	store.Run(bctx, rt.store, ops)
-	cancel()
-	evict := make(map[*actors.Shard][]string)
+	page := rt.set.BeginClear(keys)
+	defer page.End() // after the deletes: the shards may cache the keys again
+	busy, err := page.Wait(ctx)
+	if err != nil {
+		return "", clearErr(err)
+	}
+	ops := make([]*store.Op, len(keys)) // nil for a key in flight here
+	batch := make([]*store.Op, 0, len(keys))
+	for i, key := range keys {
+		if !busy[i] {
+			ops[i] = &store.Op{Kind: store.OpForget, Key: key}
+			batch = append(batch, ops[i])
+		}
+	}
+	if len(batch) > 0 {
+		bctx, cancel := rt.storeContext(ctx)
+		store.Run(bctx, rt.store, batch)
+		cancel()
+	}
 	var failed error
-	for _, op := range ops {
+	for i, op := range ops {
 		switch {
+		case op == nil || errors.Is(op.Err, store.ErrInProgress):
+			res.Skipped++
+			if len(res.SkippedKeys) < opts.MaxSkippedKeys && !slices.Contains(res.SkippedKeys, keys[i]) {
+				res.SkippedKeys = append(res.SkippedKeys, keys[i])
+			}
 		case op.Err == nil:
 			res.Deleted++
-			sh := rt.set.For(op.Key)
-			evict[sh] = append(evict[sh], op.Key)
-		case errors.Is(op.Err, store.ErrInProgress):
-			res.Skipped++
-			if len(res.SkippedKeys) < opts.MaxSkippedKeys && !slices.Contains(res.SkippedKeys, op.Key) {
-				res.SkippedKeys = append(res.SkippedKeys, op.Key)
-			}
 		case errors.Is(op.Err, store.ErrNotFound):
 			// Gone already: nothing to delete.
 		case failed == nil:
 			failed = rt.storeErr(ctx, op.Key, store.OpForget.String(), op.Err)
-		}
-	}
-	// Deleted keys leave the cache even when others failed.
-	for sh, keys := range evict {
-		if err := sh.Evict(ctx, keys); err != nil {
-			return "", err
 		}
 	}
 	return next, failed

@@ -9,6 +9,7 @@ import (
 
 	"github.com/idemrt/idem"
 	"github.com/idemrt/idem/internal/idemtest"
+	"github.com/idemrt/idem/keyshard"
 	"github.com/idemrt/idem/store"
 	"github.com/idemrt/idem/store/memstore"
 )
@@ -196,5 +197,131 @@ func TestClearRefuses(t *testing.T) {
 	}
 	if _, err := closed.Clear(bg, store.Scope{}, idem.ClearOptions{}); !errors.Is(err, idem.ErrClosed) {
 		t.Fatalf("closed runtime: %v", err)
+	}
+}
+
+// A run whose result has reached the store while its shard has not had
+// the store's answer yet is in flight here: Clear skips it, as it skips a
+// key held in the store, and its result stays, in the store and in the
+// cache alike (it deleted nothing that the shard then cached again).
+func TestClearSkipsKeyFinishingHere(t *testing.T) {
+	st := newPausable()
+	rt := idemtest.Runtime(t, idem.Options{Store: st})
+	st.pauseNext(store.OpComplete)
+	owner := idemtest.GoDo(bg, rt, "k", idemtest.Value("old"))
+	st.waitPaused(t, store.OpComplete)
+	res, err := rt.Clear(bg, store.Scope{}, idem.ClearOptions{})
+	st.resume <- struct{}{}
+	if err != nil || res.Scanned != 1 || res.Deleted != 0 || res.Skipped != 1 || !slices.Equal(res.SkippedKeys, []string{"k"}) {
+		t.Fatalf("Clear during the run's Complete: %+v, %v; want k skipped", res, err)
+	}
+	if r := idemtest.Recv(t, owner); r.Err != nil || r.V != "old" {
+		t.Fatalf("the run: %+v", r)
+	}
+	if have := stored(t, st.mem, "k"); len(have) != 1 {
+		t.Fatal("the skipped run's result is not in the store")
+	}
+	if v, err := idem.Do(bg, rt, "k", idemtest.MustNotRun(t)); err != nil || v != "old" {
+		t.Fatalf("after Clear: %q %v, want the kept result", v, err)
+	}
+}
+
+// A call of a key that comes while Clear deletes it reads the record
+// before the delete: it gets the old result, as a call just before Clear
+// would, but does not cache it; once Clear returns, the key runs again.
+func TestClearCallDuringTheDelete(t *testing.T) {
+	st := newPausable()
+	rt := idemtest.Runtime(t, idem.Options{Store: st})
+	doAll(t, rt, "k") // a batched store: cached when Do returns
+	st.pauseNext(store.OpForget)
+	type clearDone struct {
+		res idem.ClearResult
+		err error
+	}
+	cleared := make(chan clearDone, 1)
+	go func() {
+		res, err := rt.Clear(bg, store.Scope{}, idem.ClearOptions{})
+		cleared <- clearDone{res, err}
+	}()
+	st.waitPaused(t, store.OpForget)
+	var out idem.Outcome
+	if v, err := idem.Do(bg, rt, "k", idemtest.MustNotRun(t), idem.WithOutcome(&out)); err != nil || v != "v" || out != idem.Replayed {
+		t.Fatalf("a call during the delete: %q %v %v, want the old result", v, err, out)
+	}
+	st.resume <- struct{}{}
+	if c := idemtest.Recv(t, cleared); c.err != nil || c.res.Deleted != 1 {
+		t.Fatalf("Clear: %+v, %v", c.res, c.err)
+	}
+	if v, err := idem.Do(bg, rt, "k", idemtest.Value("again"), idem.WithOutcome(&out)); err != nil || v != "again" || out != idem.Executed {
+		t.Fatalf("after Clear: %q %v %v, want a new run", v, err, out)
+	}
+}
+
+// Clear's context ends in the middle of a page's delete: every key the
+// store deleted has left the cache too, on every shard.
+func TestClearCancelledDuringTheDelete(t *testing.T) {
+	const shards = 8
+	var keys []string // on as many shards
+	seen := make(map[int]bool)
+	for i := 0; len(keys) < 6; i++ {
+		k := fmt.Sprint("k", i)
+		if sh := keyshard.Index(k, shards); !seen[sh] {
+			seen[sh] = true
+			keys = append(keys, k)
+		}
+	}
+	for range 5 { // the bug this guards against lost a race
+		st := newPausable()
+		ctx, cancel := context.WithCancel(bg)
+		st.forgot = func(n int) {
+			if n == 3 {
+				cancel()
+			}
+		}
+		rt := idemtest.Runtime(t, idem.Options{Store: st, Shards: shards})
+		doAll(t, rt, keys...) // a batched store: cached when Do returns
+		res, err := rt.Clear(ctx, store.Scope{}, idem.ClearOptions{})
+		cancel()
+		have := stored(t, st.mem, keys...)
+		if !errors.Is(err, context.Canceled) || res.Deleted != len(keys)-len(have) || res.Deleted == 0 {
+			t.Fatalf("Clear: %+v, %v; %d of %d keys kept", res, err, len(have), len(keys))
+		}
+		for _, k := range keys {
+			if slices.Contains(have, k) {
+				continue
+			}
+			var out idem.Outcome
+			if _, err := idem.Do(bg, rt, k, idemtest.Value("again"), idem.WithOutcome(&out)); err != nil || out != idem.Executed {
+				t.Fatalf("%s, deleted from the store: %v %v, want a new run (not a replay from the cache)", k, err, out)
+			}
+		}
+	}
+}
+
+// Clear drops from this runtime's cache the keys of the scope that the
+// store no longer has (another instance forgot them), and no others.
+func TestClearDropsKeysGoneFromTheStore(t *testing.T) {
+	st := newPausable()
+	rt := idemtest.Runtime(t, idem.Options{Store: st})
+	other := idemtest.Runtime(t, idem.Options{Store: st.mem})
+	in, out := store.BuildKey("k", store.Scope{Namespace: "in"}), store.BuildKey("k", store.Scope{Namespace: "out"})
+	doAll(t, rt, in, out) // a batched store: cached when Do returns
+	for _, k := range []string{in, out} {
+		if err := other.Forget(bg, k); err != nil {
+			t.Fatal(err)
+		}
+		if v, err := idem.Get[string](bg, rt, k); err != nil || v != "v" {
+			t.Fatalf("%s: %q %v, want the result this runtime caches", k, v, err)
+		}
+	}
+	if res, err := rt.Clear(bg, store.Scope{Namespace: "in"}, idem.ClearOptions{}); err != nil || res.Scanned != 0 {
+		t.Fatalf("Clear: %+v, %v; want nothing in the store", res, err)
+	}
+	var o idem.Outcome
+	if v, err := idem.Do(bg, rt, in, idemtest.Value("again"), idem.WithOutcome(&o)); err != nil || v != "again" || o != idem.Executed {
+		t.Fatalf("in the scope: %q %v %v, want a new run", v, err, o)
+	}
+	if v, err := idem.Get[string](bg, rt, out); err != nil || v != "v" {
+		t.Fatalf("out of the scope: %q %v, want it still cached", v, err)
 	}
 }

@@ -228,3 +228,85 @@ func started(t testing.TB, s *stepFn, who string) {
 		t.Fatalf("%s did not start within %v", who, idemtest.Timeout)
 	}
 }
+
+// pausable is a memstore that the runtime batches (it hides
+// store.InProcess) and that can scan and inspect. It can pause one
+// operation: the next Claim before it runs, the next Complete after it
+// landed, or the next Forget before it runs, as armed by pauseNext. The
+// paused operation says so on paused and waits until resumed.
+type pausable struct {
+	store.Store // the memstore, through store.Store's methods only
+	mem         *memstore.Store
+
+	mu      sync.Mutex
+	armed   map[store.OpKind]bool
+	paused  chan store.OpKind
+	resume  chan struct{}
+	forgets int         // Forgets that landed
+	forgot  func(n int) // when set, called after the nth Forget landed
+}
+
+func newPausable() *pausable {
+	mem := memstore.New(memstore.Options{})
+	return &pausable{Store: mem, mem: mem, armed: make(map[store.OpKind]bool),
+		paused: make(chan store.OpKind, 1), resume: make(chan struct{})}
+}
+
+// pauseNext pauses the next operation of kind.
+func (p *pausable) pauseNext(kind store.OpKind) {
+	p.mu.Lock()
+	p.armed[kind] = true
+	p.mu.Unlock()
+}
+
+// pauseIfArmed pauses the caller when an operation of kind is armed.
+func (p *pausable) pauseIfArmed(kind store.OpKind) {
+	p.mu.Lock()
+	armed := p.armed[kind]
+	delete(p.armed, kind)
+	p.mu.Unlock()
+	if armed {
+		p.paused <- kind
+		<-p.resume
+	}
+}
+
+// waitPaused waits until an operation of kind is paused.
+func (p *pausable) waitPaused(t testing.TB, kind store.OpKind) {
+	t.Helper()
+	if got := idemtest.Recv(t, p.paused); got != kind {
+		t.Fatalf("%v paused, want %v", got, kind)
+	}
+}
+
+func (p *pausable) Claim(ctx context.Context, key string, req store.ClaimRequest) (store.ClaimResult, error) {
+	p.pauseIfArmed(store.OpClaim)
+	return p.Store.Claim(ctx, key, req)
+}
+
+func (p *pausable) Complete(ctx context.Context, key string, tok store.Token, rec store.Record, ttl time.Duration) (store.Record, error) {
+	r, err := p.Store.Complete(ctx, key, tok, rec, ttl)
+	p.pauseIfArmed(store.OpComplete)
+	return r, err
+}
+
+func (p *pausable) Forget(ctx context.Context, key string) error {
+	p.pauseIfArmed(store.OpForget)
+	err := p.Store.Forget(ctx, key)
+	p.mu.Lock()
+	p.forgets++
+	n, forgot := p.forgets, p.forgot
+	p.mu.Unlock()
+	if forgot != nil {
+		forgot(n)
+	}
+	return err
+}
+
+func (p *pausable) Inspect(ctx context.Context, key string) (store.Entry, error) {
+	return p.mem.Inspect(ctx, key)
+}
+
+func (p *pausable) Scan(ctx context.Context, prefix, cursor string, limit int) ([]string, string, error) {
+	return p.mem.Scan(ctx, prefix, cursor, limit)
+}

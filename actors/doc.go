@@ -22,6 +22,13 @@
 // owner, and runs the function; a completed result or a permanent error goes
 // to all of them.
 //
+// A key's record leaves the store through its shard: a Forget is the
+// shard's own store operation, refused while the key has an entry; a
+// runtime's Clear asks the shards which keys of a page it may delete
+// ([ClearPage]): a key with an entry is skipped, the others leave the LRU,
+// and an entry created before the store's delete is done caches nothing.
+// Neither brings a deleted result back into the LRU.
+//
 // The actor never blocks on I/O: store operations go through a group-commit
 // [mailbox.Committer] to a per-shard [mailbox.Worker], and their results
 // come back as ordinary messages. Stores that live in process

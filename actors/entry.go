@@ -42,6 +42,10 @@ type entry struct {
 	// and was sent again (once: a store whose records all seem ended, by a
 	// clock ahead of ours, is not asked for ever).
 	askedAgain bool
+	// noCache: the entry was created while a Clear deletes its key (see
+	// ClearPage): what it finds or stores may be what the Clear deletes,
+	// so it is not cached.
+	noCache    bool
 	fin        *Finish
 	ownerReply Reply // the owner's answer once a release is done
 	ops        int   // store operations of the entry in flight
@@ -56,6 +60,7 @@ func (s *Shard) newEntry(key string) *entry {
 		e = new(entry)
 	}
 	e.key = key
+	e.noCache = s.clearing[key] > 0
 	e.timer = timerItem{idx: -1, e: e}
 	e.settleTimer = timerItem{idx: -1, kind: timerSettle, e: e}
 	s.entries[key] = e
@@ -184,11 +189,12 @@ func (s *Shard) onForget(m *forget) {
 	s.submit(o)
 }
 
-// remember keeps a terminal record in the LRU once it is validated: it must
-// not have expired, and a stored error carries no value.
-func (s *Shard) remember(key string, c *Cached) {
+// remember keeps e's terminal record in the LRU once it is validated: it
+// must not have expired, and a stored error carries no value. An entry
+// created while a Clear deletes its key keeps nothing (see ClearPage).
+func (s *Shard) remember(e *entry, c *Cached) {
 	rec := &c.Record
-	if s.cache != nil && rec.ExpiresAt.After(s.now()) && (!rec.Failed || len(rec.Value) == 0) {
-		s.cache.Add(key, c)
+	if s.cache != nil && !e.noCache && rec.ExpiresAt.After(s.now()) && (!rec.Failed || len(rec.Value) == 0) {
+		s.cache.Add(e.key, c)
 	}
 }

@@ -132,7 +132,7 @@ func (s *Shard) completed(e *entry, o *op) {
 func (s *Shard) stored(e *entry, c *Cached, err error) {
 	owner := e.owner
 	if err == nil {
-		s.remember(e.key, c)
+		s.remember(e, c)
 		if owner != nil {
 			s.reply(owner, Reply{Kind: Settled, Result: c})
 		}

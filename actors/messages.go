@@ -178,12 +178,6 @@ type forget struct {
 	reply chan error
 }
 
-// evict asks the shard to drop keys from its LRU.
-type evict struct {
-	keys []string
-	done chan struct{}
-}
-
 // batchDone carries a finished store batch back to the actor.
 type batchDone struct{ ops []*op }
 
@@ -212,7 +206,6 @@ func (*requestMsg) IgnoreDeadLetterLogging() {}
 func (*finishMsg) IgnoreDeadLetterLogging()  {}
 func (*abandon) IgnoreDeadLetterLogging()    {}
 func (*forget) IgnoreDeadLetterLogging()     {}
-func (*evict) IgnoreDeadLetterLogging()      {}
 func (*batchDone) IgnoreDeadLetterLogging()  {}
 func (*tick) IgnoreDeadLetterLogging()       {}
 func (*wake) IgnoreDeadLetterLogging()       {}

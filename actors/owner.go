@@ -73,7 +73,7 @@ func (s *Shard) claimFoundResult(e *entry, candidate *Request, rec store.Record)
 		return
 	}
 	c := &Cached{Record: rec}
-	s.remember(e.key, c)
+	s.remember(e, c)
 	rep := Reply{Kind: Settled, Result: c, Joined: e.waited}
 	s.reply(candidate, rep)
 	s.answerWaiters(e, rep)

@@ -73,6 +73,10 @@ type Shard struct {
 	closing     bool
 	drained     chan struct{}
 	drainClosed bool
+	// clearing counts, per key, the pages of a Clear that allowed the key
+	// and whose store deletes are not over: an entry created meanwhile
+	// caches nothing (see ClearPage).
+	clearing map[string]int
 
 	// The door of Send and Forget: see shutDoor.
 	sending atomic.Int64
@@ -186,29 +190,6 @@ func (s *Shard) Forget(ctx context.Context, key string) error {
 	}
 }
 
-// Evict drops the records of keys from the LRU, on the shard's goroutine:
-// after every message sent to the shard before Evict was called, so the
-// record of an owner whose Finish came first is not cached again after
-// Evict returns. It returns once done, or when ctx ends, or at once when
-// the shard is closing (its cache then serves no one).
-func (s *Shard) Evict(ctx context.Context, keys []string) error {
-	if s.cache == nil || len(keys) == 0 {
-		return nil
-	}
-	m := &evict{keys: keys, done: make(chan struct{})}
-	if !s.sendIfOpen(m) {
-		return nil
-	}
-	select {
-	case <-m.done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-s.done:
-		return nil
-	}
-}
-
 // Lookup returns the cached terminal record of key, if the LRU holds one
 // that has not expired at now. It is safe for concurrent use.
 func (s *Shard) Lookup(key string, now time.Time) *Cached {
@@ -252,11 +233,14 @@ func (s *Shard) receive(c actor.Context) {
 		s.onWake(m.key)
 	case *forget:
 		s.onForget(m)
-	case *evict:
-		for _, k := range m.keys {
-			s.cache.Remove(k)
-		}
-		close(m.done)
+	case *clearMsg:
+		s.onClear((*clearPart)(m))
+	case *endClear:
+		s.onEndClear(m.p)
+	case *dropCached:
+		s.onDropCached(m)
+	case *probe:
+		s.onProbe(m)
 	case *closing:
 		s.onClosing()
 	case *actor.Stopping:
