@@ -4,6 +4,7 @@ package idem
 // result (Get) and the key's state (Runtime.State).
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -22,17 +23,21 @@ import (
 // Get reads this runtime's cache first, then the store. When there is no
 // result it returns an error matching [ErrNotFound] (the key never ran,
 // was forgotten or released, or its result expired), or [ErrInProgress]
-// while a run holds the key, here or in another instance. Telling the two
-// apart needs a store that implements [store.Inspector] (memstore and
-// redisstore do); with any other store, Get answers ErrNotFound for a key
-// in progress too. Use [Runtime.State] for the details of a key.
+// while a run holds the key, here or in another instance. A key this
+// runtime has calls of in flight is in progress even before its claim
+// reaches the store, as [Runtime.State] says (HeldHere). Telling a key in
+// progress in another instance from an absent one needs a store that
+// implements [store.Inspector] (memstore and redisstore do); with any
+// other store, Get answers ErrNotFound for it. Use [Runtime.State] for
+// the details of a key.
 //
 // Options: [WithCodec] decodes the value (use the codec the result was
 // stored with) and [WithFingerprint] refuses a result stored for another
-// request with [ErrFingerprintMismatch], as Do does. The other call
-// options are about running and are ignored, so one list of options can
-// serve both Do and Get; an option with a bad value is still refused.
-// A store failure is a [*StoreError].
+// request with [ErrFingerprintMismatch], as Do does; so is a key in
+// progress whose holder's fingerprint is known and differs, where Do would
+// say so too. The other call options are about running and are ignored,
+// so one list of options can serve both Do and Get; an option with a bad
+// value is still refused. A store failure is a [*StoreError].
 func Get[T any](ctx context.Context, rt *Runtime, key string, opts ...CallOption) (T, error) {
 	var zero T
 	if rt == nil {
@@ -50,15 +55,17 @@ func Get[T any](ctx context.Context, rt *Runtime, key string, opts ...CallOption
 	if hit := rt.set.For(key).Lookup(key, rt.clock.Now()); hit != nil {
 		return result[T](key, c.fp, c.codec, hit)
 	}
-	rec, err := rt.read(ctx, key)
+	rec, err := rt.read(ctx, key, c.fp)
 	if err != nil {
 		return zero, err
 	}
 	return result[T](key, c.fp, c.codec, &actors.Cached{Record: rec})
 }
 
-// read returns key's completed record from the store.
-func (rt *Runtime) read(ctx context.Context, key string) (store.Record, error) {
+// read returns key's completed record from the store, or why there is
+// none: in progress (in the store, or in flight here), or not found. fp is
+// the caller's fingerprint, checked against a holder's.
+func (rt *Runtime) read(ctx context.Context, key string, fp []byte) (store.Record, error) {
 	sctx, cancel := rt.storeContext(ctx)
 	defer cancel()
 	if in, ok := rt.store.(store.Inspector); ok {
@@ -70,18 +77,46 @@ func (rt *Runtime) read(ctx context.Context, key string) (store.Record, error) {
 		case store.Done:
 			return e.Record, nil
 		case store.Held:
-			return store.Record{}, keyErr(key, ErrInProgress)
+			return store.Record{}, inProgress(key, fp, e.Fingerprint)
 		}
-		return store.Record{}, keyErr(key, ErrNotFound)
+	} else {
+		rec, err := rt.store.Get(sctx, key)
+		switch {
+		case err == nil:
+			return rec, nil
+		case !errors.Is(err, store.ErrNotFound):
+			return store.Record{}, rt.storeErr(ctx, key, store.OpGet.String(), err)
+		}
 	}
-	rec, err := rt.store.Get(sctx, key)
+	// Nothing in the store: a key this runtime has calls of in flight is
+	// in progress all the same (its claim is on its way), as Do sees it.
+	fl, ok, err := rt.inFlight(ctx, key)
 	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return store.Record{}, keyErr(key, ErrNotFound)
 	case err != nil:
-		return store.Record{}, rt.storeErr(ctx, key, store.OpGet.String(), err)
+		return store.Record{}, err
+	case ok:
+		return store.Record{}, inProgress(key, fp, fl.Fingerprint)
 	}
-	return rec, nil
+	return store.Record{}, keyErr(key, ErrNotFound)
+}
+
+// inFlight asks key's shard whether it has calls of key in flight.
+func (rt *Runtime) inFlight(ctx context.Context, key string) (actors.InFlight, bool, error) {
+	fl, ok, err := rt.set.For(key).InFlight(ctx, key)
+	if errors.Is(err, store.ErrClosed) {
+		err = keyErr(key, ErrClosed)
+	}
+	return fl, ok, err
+}
+
+// inProgress is Get's answer for a key a run holds: ErrInProgress, or
+// ErrFingerprintMismatch when the caller's fingerprint and the holder's
+// are both known and differ, as Do would answer.
+func inProgress(key string, fp, holder []byte) error {
+	if len(fp) > 0 && len(holder) > 0 && !bytes.Equal(fp, holder) {
+		return keyErr(key, ErrFingerprintMismatch)
+	}
+	return keyErr(key, ErrInProgress)
 }
 
 // storeContext bounds a store call the runtime makes on a caller's behalf
@@ -147,7 +182,9 @@ type KeyState struct {
 	// zero when it has ended and nobody has taken the key over yet (its
 	// holder most likely died: the next call takes it over).
 	LeaseLeft time.Duration
-	// HeldHere is true when the holder is this runtime (KeyInProgress).
+	// HeldHere is true when the holder is this runtime (KeyInProgress),
+	// or when the store holds nothing yet but this runtime has calls of
+	// the key in flight (its claim is on its way; Token is then zero).
 	HeldHere bool
 
 	// Token is the claim that holds the key (KeyInProgress) or that stored
@@ -171,7 +208,9 @@ type KeyState struct {
 // State returns what the store holds for key: absent, in progress (with
 // the lease left and whether this runtime holds it), completed or failed
 // permanently (with the record's times, fingerprint and token). It reads
-// the store, not this runtime's cache, and decodes no value.
+// the store, not this runtime's cache, and decodes no value. A key the
+// store does not hold but this runtime has calls of in flight (its claim
+// not in the store yet) is in progress and HeldHere, as [Get] sees it.
 //
 // It needs a store that implements [store.Inspector] (memstore and
 // redisstore do); with any other store it returns an error matching
@@ -192,6 +231,15 @@ func (rt *Runtime) State(ctx context.Context, key string) (KeyState, error) {
 	}
 	st := KeyState{Key: key, Token: e.Token}
 	switch e.State {
+	case store.Absent:
+		fl, ok, err := rt.inFlight(ctx, key)
+		if err != nil {
+			return KeyState{}, err
+		}
+		if ok {
+			st.Status, st.HeldHere = KeyInProgress, true
+			st.LeaseLeft, st.Fingerprint = fl.LeaseLeft, fl.Fingerprint
+		}
 	case store.Held:
 		st.Status = KeyInProgress
 		st.LeaseLeft = e.LeaseLeft

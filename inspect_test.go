@@ -80,23 +80,90 @@ func TestGetInProgress(t *testing.T) {
 	}
 }
 
-// Without store.Inspector, Get cannot tell a key in progress from an
-// absent one (store.Get answers ErrNotFound for both), and State refuses.
+// Without store.Inspector, Get cannot tell a key in progress in another
+// instance from an absent one (store.Get answers ErrNotFound for both),
+// and State refuses. A key in flight here is in progress all the same.
 func TestGetWithoutInspector(t *testing.T) {
-	rt := idemtest.Runtime(t, idem.Options{Store: plainStore{memstore.New(memstore.Options{})}})
+	mem := memstore.New(memstore.Options{})
+	rt := idemtest.Runtime(t, idem.Options{Store: plainStore{mem}})
+	other := idemtest.Runtime(t, idem.Options{Store: plainStore{mem}})
 	g := idemtest.NewGate()
 	ch := idemtest.GoDo(bg, rt, "k", g.Fn("v", nil))
 	<-g.Started
-	if _, err := idem.Get[string](bg, rt, "k"); !errors.Is(err, idem.ErrNotFound) {
-		t.Fatalf("in progress, without Inspector: %v, want ErrNotFound", err)
+	if _, err := idem.Get[string](bg, other, "k"); !errors.Is(err, idem.ErrNotFound) {
+		t.Errorf("in progress in another instance, without Inspector: %v, want ErrNotFound", err)
+	}
+	if _, err := idem.Get[string](bg, rt, "k"); !errors.Is(err, idem.ErrInProgress) {
+		t.Errorf("in progress here, without Inspector: %v, want ErrInProgress", err)
 	}
 	if _, err := rt.State(bg, "k"); !errors.Is(err, errors.ErrUnsupported) {
-		t.Fatalf("State without Inspector: %v, want errors.ErrUnsupported", err)
+		t.Errorf("State without Inspector: %v, want errors.ErrUnsupported", err)
 	}
 	close(g.Open)
 	idemtest.Recv(t, ch)
 	if v, err := idem.Get[string](bg, rt, "k", idem.WithSettle(0)); err != nil || v != "v" {
 		t.Fatalf("completed: %q %v", v, err)
+	}
+}
+
+// A key in progress whose holder's fingerprint differs from the caller's:
+// Get says ErrFingerprintMismatch, as Do does, here and in another
+// instance; with the same fingerprint, or none, it is in progress.
+func TestGetInProgressFingerprint(t *testing.T) {
+	mem := memstore.New(memstore.Options{})
+	rt := idemtest.Runtime(t, idem.Options{Store: mem})
+	other := idemtest.Runtime(t, idem.Options{Store: mem})
+	g := idemtest.NewGate()
+	ch := idemtest.GoDo(bg, rt, "k", g.Fn("v", nil), idem.WithFingerprint([]byte("a")))
+	<-g.Started
+	for name, r := range map[string]*idem.Runtime{"holder": rt, "other instance": other} {
+		_, doErr := idem.Do(bg, r, "k", idemtest.MustNotRun(t), idem.WithFingerprint([]byte("b")), idem.WithSettle(0))
+		_, getErr := idem.Get[string](bg, r, "k", idem.WithFingerprint([]byte("b")))
+		if !errors.Is(doErr, idem.ErrFingerprintMismatch) || !errors.Is(getErr, idem.ErrFingerprintMismatch) {
+			t.Errorf("%s: another fingerprint: Do %v, Get %v; want ErrFingerprintMismatch from both", name, doErr, getErr)
+		}
+		for _, opts := range [][]idem.CallOption{{idem.WithFingerprint([]byte("a"))}, nil} {
+			if _, err := idem.Get[string](bg, r, "k", opts...); !errors.Is(err, idem.ErrInProgress) {
+				t.Errorf("%s: the holder's fingerprint, or none: %v, want ErrInProgress", name, err)
+			}
+		}
+	}
+	close(g.Open)
+	if r := idemtest.Recv(t, ch); r.Err != nil {
+		t.Fatal(r.Err)
+	}
+}
+
+// A key this runtime has admitted, whose claim has not reached the store
+// yet, is in progress here, for Get as for State (HeldHere), with the
+// claiming call's fingerprint; another instance sees it absent until the
+// claim lands.
+func TestGetClaimOnItsWay(t *testing.T) {
+	st := newPausable()
+	rt := idemtest.Runtime(t, idem.Options{Store: st})
+	other := idemtest.Runtime(t, idem.Options{Store: st.mem})
+	st.pauseNext(store.OpClaim)
+	ch := idemtest.GoDo(bg, rt, "k", idemtest.Value("v"), idem.WithFingerprint([]byte("a")), idem.WithLease(time.Minute))
+	st.waitPaused(t, store.OpClaim)
+	if _, err := idem.Get[string](bg, rt, "k"); !errors.Is(err, idem.ErrInProgress) {
+		t.Errorf("Get here: %v, want ErrInProgress", err)
+	}
+	if _, err := idem.Get[string](bg, rt, "k", idem.WithFingerprint([]byte("b"))); !errors.Is(err, idem.ErrFingerprintMismatch) {
+		t.Errorf("Get here, another fingerprint: %v, want ErrFingerprintMismatch", err)
+	}
+	if s, err := rt.State(bg, "k"); err != nil || s.Status != idem.KeyInProgress || !s.HeldHere || !s.Token.IsZero() ||
+		s.LeaseLeft != time.Minute || !bytes.Equal(s.Fingerprint, []byte("a")) {
+		t.Errorf("State here: %+v %v, want in progress, held here", s, err)
+	}
+	if _, err := idem.Get[string](bg, other, "k"); !errors.Is(err, idem.ErrNotFound) {
+		t.Errorf("Get in another instance: %v, want ErrNotFound", err)
+	}
+	if s, err := other.State(bg, "k"); err != nil || s.Status != idem.KeyAbsent {
+		t.Errorf("State in another instance: %+v %v, want absent", s, err)
+	}
+	st.resume <- struct{}{}
+	if r := idemtest.Recv(t, ch); r.Err != nil || r.Out != idem.Executed {
+		t.Fatalf("the call: %+v", r)
 	}
 }
 
