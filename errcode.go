@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/idemrt/idem/store"
 )
 
 // RegisterError gives the permanent errors that match sentinel (by
@@ -27,7 +29,9 @@ import (
 // [ErrInvalidArgument] for an empty or malformed code (1 to 64 letters,
 // digits and "._-/"), a nil or non-comparable sentinel, or a code or
 // sentinel already registered. When an error matches more than one
-// registration, the one registered first gives its code.
+// registration, the one registered first gives its code. The code
+// "idem.codec" is taken: it is [*CodecError]'s, registered by this
+// package.
 func RegisterError(code string, sentinel error) error {
 	if sentinel == nil {
 		return fmt.Errorf("%w: RegisterError(%q): nil sentinel", ErrInvalidArgument, code)
@@ -105,6 +109,66 @@ func isNilValue(v reflect.Value) bool {
 		return v.IsNil()
 	}
 	return false
+}
+
+// codecErrorCode is the code [*CodecError] is stored with. It is
+// registered before any code of the user's (an importer's init runs after
+// this package's), so it is always the first to match.
+const codecErrorCode = "idem.codec"
+
+func init() {
+	if err := RegisterErrorType(codecErrorCode, parseCodecError); err != nil {
+		panic(err)
+	}
+}
+
+// parseCodecError rebuilds a *CodecError from its message, "idem: " +
+// describeKey(key) + ": " + op + " result: " + the codec's message, or
+// returns nil for a message not of that form.
+func parseCodecError(msg string) *CodecError {
+	rest, ok := strings.CutPrefix(msg, "idem: key ")
+	if !ok {
+		return nil
+	}
+	key, rest, ok := cutQuoted(rest)
+	if !ok {
+		return nil
+	}
+	if r, scoped := strings.CutPrefix(rest, " (namespace "); scoped {
+		var s store.Scope
+		if s.Namespace, r, ok = cutQuoted(r); !ok {
+			return nil
+		}
+		if r, ok = strings.CutPrefix(r, ", version "); !ok {
+			return nil
+		}
+		if s.Version, r, ok = cutQuoted(r); !ok {
+			return nil
+		}
+		if rest, ok = strings.CutPrefix(r, ")"); !ok {
+			return nil
+		}
+		key = store.BuildKey(key, s)
+	}
+	if rest, ok = strings.CutPrefix(rest, ": "); !ok {
+		return nil
+	}
+	op, codecMsg, ok := strings.Cut(rest, " result: ")
+	if !ok || (op != "encode" && op != "decode") {
+		return nil
+	}
+	return &CodecError{Key: key, Op: op, Err: errors.New(codecMsg)}
+}
+
+// cutQuoted unquotes the Go-quoted string that s starts with, and returns
+// it with the rest of s.
+func cutQuoted(s string) (unquoted, rest string, ok bool) {
+	q, err := strconv.QuotedPrefix(s)
+	if err != nil {
+		return "", s, false
+	}
+	unquoted, err = strconv.Unquote(q)
+	return unquoted, s[len(q):], err == nil
 }
 
 // errorKind is one registration: a code, how to recognize its errors, and

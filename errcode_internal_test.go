@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+
+	"github.com/idemrt/idem/store"
 )
 
 // The stored text of a permanent error: every error comes back as the
@@ -92,6 +94,28 @@ func TestParseStoredErrorMalformed(t *testing.T) {
 	} {
 		if msg, code, detail := parseStoredError(s); msg != s || code != "" || detail != "" {
 			t.Errorf("%q read as %q, %q, %q; want it all message", s, msg, code, detail)
+		}
+	}
+}
+
+// A *CodecError comes back from its message: key (scoped or not, with any
+// bytes), op and the codec's message; a message of another form gives
+// nothing.
+func TestParseCodecError(t *testing.T) {
+	for _, key := range []string{"k", "a \"b\" c\x00\xff", store.BuildKey("x: y", store.Scope{Namespace: "n:%", Version: "v\n"}),
+		store.KeyPrefix + "not:built:by BuildKey %zz"} {
+		for _, op := range []string{"encode", "decode"} {
+			ce := &CodecError{Key: key, Op: op, Err: errors.New("json: unsupported value: NaN (result: x)")}
+			got := parseCodecError(ce.Error())
+			if got == nil || got.Key != key || got.Op != op || got.Err.Error() != ce.Err.Error() {
+				t.Errorf("%q read back as %#v", ce.Error(), got)
+			}
+		}
+	}
+	for _, msg := range []string{"", "idem: key", `idem: key "k"`, `idem: key "k": stash result: x`, `idem: key "k" (namespace "n"): encode result: x`,
+		`idem: key "k" (namespace "n", version "v": encode result: x`, `idem: key k: encode result: x`} {
+		if got := parseCodecError(msg); got != nil {
+			t.Errorf("%q read as %#v, want nothing", msg, got)
 		}
 	}
 }

@@ -161,6 +161,37 @@ func TestUnknownCode(t *testing.T) {
 	}
 }
 
+// A result the codec cannot encode is the same permanent error on every
+// instance: the owner (its cached error) and another instance (its replay
+// from the store) both get an error that IsPermanent, and in which
+// errors.As finds the *CodecError, key and all.
+func TestCodecErrorOnEveryInstance(t *testing.T) {
+	mem := memstore.New(memstore.Options{})
+	owner := idemtest.Runtime(t, idem.Options{Store: mem})
+	other := idemtest.Runtime(t, idem.Options{Store: mem})
+	unencodable := func(context.Context) (chan int, error) { return make(chan int), nil }
+	for _, key := range []string{"k", store.BuildKey("o:1 \"x\"", store.Scope{Namespace: "shop:eu", Version: "%v"})} {
+		_, err1 := idem.Do(bg, owner, key, unencodable)
+		_, err2 := idem.Do(bg, other, key, func(context.Context) (chan int, error) {
+			t.Error("ran again on the other instance")
+			return nil, nil
+		})
+		for who, err := range map[string]error{"the owner": err1, "another instance": err2} {
+			var ce *idem.CodecError
+			if !idem.IsPermanent(err) || !errors.As(err, &ce) || ce.Key != key || ce.Op != "encode" || ce.Err == nil || err.Error() != err1.Error() {
+				t.Errorf("%s, key %q: %#v; want a permanent error with the *CodecError", who, key, err)
+			}
+		}
+		var re *idem.ReplayedError
+		if !errors.As(err2, &re) || re.Code != "idem.codec" {
+			t.Errorf("another instance, key %q: %#v, want a *ReplayedError with the code idem.codec", key, err2)
+		}
+	}
+	if err := idem.RegisterErrorType("test.codec", func(string) *idem.CodecError { return nil }); !errors.Is(err, idem.ErrInvalidArgument) {
+		t.Errorf("registering *CodecError again: %v, want ErrInvalidArgument", err)
+	}
+}
+
 func TestRegisterErrorRefuses(t *testing.T) {
 	for name, err := range map[string]error{
 		"empty code":            idem.RegisterError("", errors.New("x")),

@@ -99,7 +99,13 @@ func (e *PanicError) Unwrap() error {
 // stored value that could not be decoded into the caller's type.
 //
 // A value that cannot be encoded is stored as a permanent error: its
-// function ran, and its side effect must not run again on a retry.
+// function ran, and its side effect must not run again on a retry. Every
+// caller gets it the same way, in the owner's process or another:
+// permanent ([IsPermanent] is true), with errors.As finding the
+// *CodecError. It is stored with a code of its own, "idem.codec" (see
+// [RegisterErrorType]), so a replay from the store wraps a *CodecError
+// rebuilt from the message: its Key and Op as stored, and an Err that
+// holds the codec error's message only.
 type CodecError struct {
 	Key string
 	Op  string // "encode" or "decode"

@@ -130,8 +130,12 @@ func (o *owner[T]) fill(f *actors.Finish, v T, err error) {
 	case err == nil:
 		data, encErr := o.codec.Marshal(v)
 		if encErr != nil {
+			// Kept as the permanent error it is, as every other process
+			// replays it: IsPermanent is true for the owner and its
+			// waiters too, and errors.As finds the *CodecError everywhere
+			// (it has a code of its own: see codecErrorCode).
 			codecErr := &CodecError{Key: o.req.Key, Op: "encode", Err: encErr}
-			f.Kind, f.Err = actors.Permanent, codecErr
+			f.Kind, f.Err = actors.Permanent, Permanent(codecErr)
 			f.Record = failedRecord(codecErr, fp)
 			return
 		}

@@ -18,7 +18,7 @@ import (
 // a dispatch with the same request id gets it back without running the
 // handler (until ProcessedTTL ends). A command whose result could not be
 // encoded (an *idem.CodecError, kept like a result since its handler ran)
-// is processed too.
+// is processed too, on every instance.
 //
 // A command in progress, never dispatched, failed (failures are never
 // kept), forgotten or expired is not processed: false and a nil error. Use
@@ -42,9 +42,11 @@ func (p *Idempotency) Processed(ctx context.Context, tenant, requestID string) (
 //
 // It fails with an error matching idem.ErrNotFound when the command was
 // not processed (see Processed), idem.ErrInProgress while it runs here or
-// on another instance, and with the stored *idem.CodecError of a result
-// that could not be encoded. A request id or tenant that cannot be part of
-// a key fails as in [Key].
+// on another instance, and, for a result that could not be encoded, with
+// the kept error: permanent (idem.IsPermanent), with an *idem.CodecError
+// that errors.As finds, on the instance that ran the command as on any
+// other. A request id or tenant that cannot be part of a key fails as in
+// [Key].
 func (p *Idempotency) Payload(ctx context.Context, tenant, requestID string) ([]byte, error) {
 	key, err := Key(tenant, requestID)
 	if err != nil {

@@ -1,13 +1,17 @@
 package cqrs_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"testing"
 
 	"github.com/idemrt/idem"
 	"github.com/idemrt/idem/cqrs"
 	"github.com/idemrt/idem/internal/idemtest"
+	"github.com/idemrt/idem/store"
+	"github.com/idemrt/idem/store/memstore"
 )
 
 // Processed, Payload and Forget: a command's record by tenant and request
@@ -81,6 +85,47 @@ func TestProcessedInProgress(t *testing.T) {
 	}
 	if ok, err := p.Processed(bg, "", "req-2"); !ok || err != nil {
 		t.Fatalf("done: %v %v", ok, err)
+	}
+}
+
+// batched is a store the runtime batches (its methods are store.Store's
+// only): a shard has cached a command's result when its dispatch returns.
+type batched struct{ store.Store }
+
+// Measure is a command whose handler's result cannot be encoded (JSON has
+// no infinity).
+type Measure struct{}
+
+// A command whose result cannot be encoded is processed (its handler ran;
+// the *idem.CodecError is kept as its result), and answered the same on
+// the instance that ran it, from its cache, as on another, from the store.
+func TestProcessedUnencodableOnEveryInstance(t *testing.T) {
+	mem := memstore.New(memstore.Options{})
+	here := newIdem(t, cqrs.IdempotencyOptions{Runtime: idemtest.Runtime(t, idem.Options{Store: batched{mem}})})
+	elsewhere := newIdem(t, cqrs.IdempotencyOptions{Runtime: idemtest.Runtime(t, idem.Options{Store: mem})})
+	var bus cqrs.Bus
+	if err := bus.Use(here); err != nil {
+		t.Fatal(err)
+	}
+	if err := cqrs.HandleCommand(&bus, func(context.Context, Measure) (float64, error) { return math.Inf(1), nil }); err != nil {
+		t.Fatal(err)
+	}
+	var ce *idem.CodecError
+	if _, err := cqrs.Dispatch[float64](reqCtx("acme", "m-1"), &bus, Measure{}); !errors.As(err, &ce) {
+		t.Fatalf("dispatch: %v, want the *idem.CodecError", err)
+	}
+	key, err := cqrs.Key("acme", "m-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for who, p := range map[string]*cqrs.Idempotency{"the instance that ran it": here, "another instance": elsewhere} {
+		if ok, err := p.Processed(bg, "acme", "m-1"); !ok || err != nil {
+			t.Errorf("%s: Processed %v, %v; want true", who, ok, err)
+		}
+		_, err := p.Payload(bg, "acme", "m-1")
+		if !errors.As(err, &ce) || ce.Key != key || ce.Op != "encode" || !idem.IsPermanent(err) {
+			t.Errorf("%s: Payload %#v; want a permanent error with the *idem.CodecError", who, err)
+		}
 	}
 }
 
