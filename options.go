@@ -62,7 +62,8 @@ type Options struct {
 	// it for fewer store reads. Stores that wake waiters (memstore,
 	// redisstore) do not poll: they keep only a slower safety-net timer in
 	// case a wake-up is lost.
-	// Default: 100ms.
+	// Default: 100ms. At least 1ms: shorter, a waiter would read the store
+	// back to back.
 	PollInterval time.Duration
 
 	// MaxPending bounds the calls pending in one shard (waiting or running);
@@ -128,6 +129,9 @@ type Options struct {
 
 const maxShards = 4096
 
+// minPollInterval is the shortest Options.PollInterval accepted.
+const minPollInterval = time.Millisecond
+
 // resolve fills in defaults and rejects invalid values.
 func (o Options) resolve() (Options, error) {
 	if err := o.mergeDeprecated(); err != nil {
@@ -166,6 +170,9 @@ func (o *Options) validate() error {
 		if n.v < 0 {
 			return bad("%s is %d; it must not be negative (zero means the default)", n.name, n.v)
 		}
+	}
+	if o.PollInterval != 0 && o.PollInterval < minPollInterval {
+		return bad("PollInterval is %v; it must be at least %v (zero means the default)", o.PollInterval, minPollInterval)
 	}
 	if o.Shards > maxShards {
 		return bad("Shards is %d; at most %d", o.Shards, maxShards)

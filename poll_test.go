@@ -3,6 +3,7 @@ package idem_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -149,8 +150,14 @@ func TestPollIntervalStopsAtLeaseEnd(t *testing.T) {
 	}
 }
 
+// A poll interval below 1ms is refused: a waiter would read the store
+// back to back (1ns made one waiting call claim thousands of times in a
+// few milliseconds).
 func TestPollIntervalRefused(t *testing.T) {
-	if _, err := idem.New(idem.Options{PollInterval: -time.Millisecond}); !errors.Is(err, idem.ErrInvalidArgument) {
-		t.Fatalf("negative PollInterval: %v", err)
+	for _, d := range []time.Duration{-time.Millisecond, time.Nanosecond, time.Millisecond - time.Nanosecond} {
+		if _, err := idem.New(idem.Options{PollInterval: d}); !errors.Is(err, idem.ErrInvalidArgument) || !strings.Contains(err.Error(), "PollInterval") {
+			t.Errorf("PollInterval %v: %v, want ErrInvalidArgument naming the field", d, err)
+		}
 	}
+	idemtest.Runtime(t, idem.Options{PollInterval: time.Millisecond}) // the floor itself is fine
 }
