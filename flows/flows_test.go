@@ -9,8 +9,6 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"go.uber.org/goleak"
-
 	"github.com/idemrt/idem"
 	"github.com/idemrt/idem/flows"
 	"github.com/idemrt/idem/internal/idemtest"
@@ -84,13 +82,6 @@ func eachStore(t *testing.T, f func(t *testing.T, rt *idem.Runtime)) {
 		rt, _ := redisRuntime(t, srv.Addr)
 		f(t, rt)
 	})
-}
-
-func TestMain(m *testing.M) {
-	if runWorker() {
-		return
-	}
-	goleak.VerifyTestMain(m)
 }
 
 // Duplicate runs of one workflow key: each step executes once and every
