@@ -46,7 +46,7 @@ func (c *conn) resolve(cfg *config, arg string) (string, error) {
 		k, ok := c.store.KeyOf(arg)
 		if !ok {
 			return "", &exitError{exitNoRecord, fmt.Sprintf(
-				"Redis key %q is not an idem record: idem's records are named %s{<key>} (see -store-prefix)", arg, cfg.storePrefix)}
+				"Redis key %q is not an idem record: idem's records are named %s (see -store-prefix)", arg, c.store.RecordKey("<key>"))}
 		}
 		key = k
 	case cfg.scoped:

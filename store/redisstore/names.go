@@ -4,22 +4,32 @@ import (
 	"strings"
 )
 
-// The Redis key of a record is <prefix>{<name>}, where <name> is the
+// The Redis key of a record is <prefix>v2{<name>}, where <name> is the
 // (scoped) key with '%' written as "%25", '{' as "%7B" and '}' as "%7D".
 // The braces make the whole name the cluster hash tag, and the escaping
 // keeps any brace of the key out of it, so the record and its waiter set
-// (<prefix>{<name>}:w) share one slot. The name keeps the key readable,
+// (<prefix>v2{<name>}:w) share one slot. The name keeps the key readable,
 // and the escaping preserves prefixes (a key starts with p exactly when its
 // name starts with p's name), so SCAN can MATCH a scope's records by name
 // (see Scan).
+//
+// "v2" is the version of the record's format: of its name and of its
+// fields (scripts.go). The first format named records <prefix>{<SHA-256 of
+// the key, unpadded base64url>}, with no version; a later format that changes the name
+// or the fields takes the next version (v3). A store reads, lists and
+// writes records of its own version only, so it never misreads a record
+// of another one: it finds no record there (see docs/redis.md, Upgrading).
+const formatVersion = "v2"
 
-// RecordKey returns the Redis key of key's record hash: the prefix, then
-// the key (after Options.Scope, if set, is applied with store.BuildKey)
-// with '%', '{' and '}' escaped, as the cluster hash tag in braces.
+// RecordKey returns the Redis key of key's record hash: the prefix, the
+// format version v2, then the key (after Options.Scope, if set, is applied
+// with store.BuildKey) with '%', '{' and '}' escaped, as the cluster hash
+// tag in braces.
 func (s *Store) RecordKey(key string) string {
 	var b strings.Builder
-	b.Grow(len(s.prefix) + len(s.scope) + len(key) + 2)
+	b.Grow(len(s.prefix) + len(formatVersion) + len(s.scope) + len(key) + 2)
 	b.WriteString(s.prefix)
+	b.WriteString(formatVersion)
 	b.WriteByte('{')
 	writeName(&b, s.scope)
 	writeName(&b, key)
@@ -30,9 +40,10 @@ func (s *Store) RecordKey(key string) string {
 // KeyOf returns the key whose record is the Redis key redisKey (as
 // RecordKey made it, without Options.Scope when the store has one), and
 // false for a Redis key that is not the name of one of this store's
-// records: another prefix, another scope, a waiter set, or not idem's.
+// records: another prefix, another scope, another format version, a waiter
+// set, or not idem's.
 func (s *Store) KeyOf(redisKey string) (string, bool) {
-	rest, ok := strings.CutPrefix(redisKey, s.prefix+"{")
+	rest, ok := strings.CutPrefix(redisKey, s.prefix+formatVersion+"{")
 	if !ok {
 		return "", false
 	}
@@ -122,11 +133,11 @@ func globEscape(s string) string {
 }
 
 // matchPattern returns the MATCH pattern of the records whose key starts
-// with prefix: <prefix>{<name of scope+prefix>*}. A waiter set's name ends
-// in ":w", not '}', so it never matches.
+// with prefix: <prefix>v2{<name of scope+prefix>*}. A waiter set's name
+// ends in ":w", not '}', so it never matches.
 func (s *Store) matchPattern(prefix string) string {
 	var b strings.Builder
 	writeName(&b, s.scope)
 	writeName(&b, prefix)
-	return globEscape(s.prefix) + "{" + globEscape(b.String()) + "*}"
+	return globEscape(s.prefix) + formatVersion + "{" + globEscape(b.String()) + "*}"
 }

@@ -96,9 +96,9 @@ func TestRecordKeyNames(t *testing.T) {
 	srv := redistest.Start(t, redistest.Options{})
 	s := newStoreWithPrefix(t, newClient(t, srv), "idem:")
 	for key, want := range map[string]string{
-		"order-1":    "idem:{order-1}",
-		"{t}:%":      "idem:{%7Bt%7D:%25}",
-		"a*b?[c]\\d": "idem:{a*b?[c]\\d}",
+		"order-1":    "idem:v2{order-1}",
+		"{t}:%":      "idem:v2{%7Bt%7D:%25}",
+		"a*b?[c]\\d": "idem:v2{a*b?[c]\\d}",
 	} {
 		if got := s.RecordKey(key); got != want {
 			t.Errorf("RecordKey(%q) = %q, want %q", key, got, want)
@@ -109,7 +109,8 @@ func TestRecordKeyNames(t *testing.T) {
 			t.Errorf("KeyOf(RecordKey(%q)) = %q, %v", key, got, ok)
 		}
 	}
-	for _, name := range []string{"idem:{a}:w", "idem:a", "other:{a}", "idem:{a", "idem:{%}", "idem:{%7b}", "idem:{a}b}"} {
+	for _, name := range []string{"idem:v2{a}:w", "idem:v2a", "other:v2{a}", "idem:v2{a", "idem:v2{%}", "idem:v2{%7b}", "idem:v2{a}b}",
+		"idem:{a}", "idem:v3{a}", "idem:v{a}", "idem:{" + strings.Repeat("A", 43) + "}"} {
 		if key, ok := s.KeyOf(name); ok {
 			t.Errorf("KeyOf(%q) = %q, want not a record", name, key)
 		}

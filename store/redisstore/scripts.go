@@ -4,7 +4,7 @@ import "github.com/redis/go-redis/v9"
 
 // The scripts share these conventions.
 //
-// A record is one hash, KEYS[1] = <prefix>{<name>} (see names.go), with the
+// A record is one hash, KEYS[1] = <prefix>v2{<name>} (see names.go), with the
 // fields
 //
 //	st   state: p (in progress), c (completed), f (permanent error), r (released)
@@ -15,7 +15,7 @@ import "github.com/redis/go-redis/v9"
 //	res  encoded value (c) or error message (f)
 //	ca   completion time, milliseconds by the Redis server clock (c/f)
 //
-// and KEYS[2] = <prefix>{<name>}:w is the set of waiters from other
+// and KEYS[2] = <prefix>v2{<name>}:w is the set of waiters from other
 // instances, as "<instance>:<key>". A record in progress lives at least
 // max(lease, ttl), so its fence keeps increasing across takeovers; a
 // completed one lives ttl. Times come from TIME, never from a client. Every
