@@ -33,9 +33,15 @@ type keyReport struct {
 	// ValueBase64 holds it (get only).
 	Value       *string `json:"value,omitempty"`
 	ValueBase64 *string `json:"value_base64,omitempty"`
-	// Error is the stored permanent error's text (failed).
-	Error     string `json:"error,omitempty"`
-	Forgotten bool   `json:"forgotten,omitempty"`
+	// Error is the stored permanent error's message (failed), ErrorCode
+	// the code its kind was registered under (idem.RegisterError), and
+	// ErrorDetail the registered error's own message when it was wrapped
+	// in another: the stored text's "[idem:<code> ...]" mark is read, not
+	// shown (see errtext.go).
+	Error       string `json:"error,omitempty"`
+	ErrorCode   string `json:"error_code,omitempty"`
+	ErrorDetail string `json:"error_detail,omitempty"`
+	Forgotten   bool   `json:"forgotten,omitempty"`
 }
 
 // resolve turns a KEY argument into the key the store holds.
@@ -99,7 +105,8 @@ func newKeyReport(key, redisKey string, e store.Entry, now time.Time) keyReport 
 		r.Owner, r.Fence, r.CreatedAt, r.ExpiresAt, r.TTLLeftMs = rec.Token.Owner, rec.Token.Fence, &created, &expires, &ttl
 		r.Fingerprint = hex.EncodeToString(rec.Fingerprint)
 		if rec.Failed {
-			r.Error = rec.Error
+			se := parseStoredError(rec.Error)
+			r.Error, r.ErrorCode, r.ErrorDetail = se.Message, se.Code, se.Detail
 		} else {
 			n := len(rec.Value)
 			r.ValueBytes = &n
@@ -153,8 +160,14 @@ func cmdGet(ctx context.Context, c *conn, cfg *config, out *printer) error {
 	case e.State == store.Held:
 		return inProgress(r, "no result yet")
 	case out.json:
-	case r.Error != "":
+	case r.State == "failed":
 		out.printf("permanent error: %s\n", r.Error)
+		if r.ErrorCode != "" {
+			out.printf("error code: %s\n", r.ErrorCode)
+		}
+		if r.ErrorDetail != "" {
+			out.printf("error detail: %s\n", r.ErrorDetail)
+		}
 	case r.Value != nil:
 		out.printf("%s\n", *r.Value)
 	default:
@@ -204,6 +217,12 @@ func printKey(out *printer, r keyReport) {
 	}
 	if r.State == "failed" {
 		out.field("error", "%s", r.Error)
+		if r.ErrorCode != "" {
+			out.field("error code", "%s", r.ErrorCode)
+		}
+		if r.ErrorDetail != "" {
+			out.field("error detail", "%s", r.ErrorDetail)
+		}
 	}
 	fp := r.Fingerprint
 	if fp == "" {
