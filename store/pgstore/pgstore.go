@@ -7,10 +7,12 @@
 // taken from the database clock (clock_timestamp(), read once per
 // statement), never from a client. A claim is one INSERT ... ON CONFLICT DO
 // UPDATE that answers claimed, completed (with the record) or in progress
-// (with the lease left) in the same round trip; see sql.go for how it
-// answers when its DO UPDATE does not fire. Keys, owners, fingerprints and
-// results are bytea: any key the contract allows and any value round-trip
-// unchanged. A row the store cannot read is a *CorruptError naming the key.
+// (with the lease left) in the same round trip; docs/postgres.md ("The
+// claim") says how it answers when its DO UPDATE does not fire, and why a
+// claim that races another is sometimes sent twice. Keys, owners,
+// fingerprints and results are bytea: any key the contract allows and any
+// value round-trip unchanged. A row the store cannot read is a
+// *CorruptError naming the key.
 //
 // The ops of a batch (the runtime's group commit) go out as one pgx.Batch:
 // one round trip and one transaction, whose commit the whole batch shares.
@@ -23,11 +25,12 @@
 // renewals and gets in it, whose repeat answers truly, and gives the other
 // ops the error, as the Redis store does.
 //
-// Rows end: a key completed lives its TTL, a claim at least its lease and
-// TTL. Rows past their end are absent to every operation, and are deleted
-// in bounded batches by [Store.Cleanup], which a background loop runs
-// every minute unless Options.DisableCleanup is set; an index on the end
-// time keeps that cheap.
+// Rows end: a completed key's after its TTL, a claim's after the longer of
+// its lease and its TTL (so that the fence keeps rising across takeovers).
+// Rows past their end are absent to every operation, and are deleted in
+// bounded batches by [Store.Cleanup], which a background loop runs every
+// minute unless Options.DisableCleanup is set; an index on the end time
+// keeps that cheap.
 //
 // It implements [store.Batcher], [store.Waker], [store.Inspector] and
 // [store.Scanner]. Waiters on other instances are woken by NOTIFY: a claim
