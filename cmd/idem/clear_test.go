@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/idemrt/idem/store"
 )
 
@@ -153,6 +155,67 @@ func TestStats(t *testing.T) {
 	for _, w := range []string{"completed    9", "in progress  2 (lease ended: 1)", "min 1 B, median 5 B, max 9 B", "1h - 1d    8"} {
 		if !strings.Contains(r.out, w) {
 			t.Errorf("stats output lacks %q:\n%s", w, r.out)
+		}
+	}
+}
+
+// A clear that fails part way prints what it did before the error, in
+// -json too, then the error, and exits 1. Here Redis refuses to delete one
+// record: the command's user may DEL the keys of the ok-* records only (a
+// forget script's DEL runs as the calling user).
+func TestClearFailsPartWay(t *testing.T) {
+	t.Parallel()
+	f := single(t)
+	var ok []string
+	for i := range 20 {
+		ok = append(ok, fmt.Sprint("ok-", i))
+	}
+	f.done("stuck", store.Record{Value: []byte("v")}, time.Hour)
+	okNames := strings.TrimSuffix(f.s.RecordKey("ok-"), "}") + "*"
+	err := f.c.Do(bg, "ACL", "SETUSER", "clerk", "on", ">pw", "~*", "&*", "+@all", "-del", "(+del ~"+okNames+")").Err()
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := f.c.(*redis.Client).Options().Addr
+	for _, mode := range []string{"-json", "-text"} {
+		for _, k := range ok {
+			if f.state(k) == store.Absent { // deleted by the last mode
+				f.done(k, store.Record{Value: []byte("v")}, time.Hour)
+			}
+		}
+		args := []string{"-redis", "redis://clerk:pw@" + addr + "/0", "-store-prefix", f.flags[len(f.flags)-1], "-page", "3", "clear", "-yes"}
+		if mode == "-json" {
+			args = append(args, "-json")
+		}
+		r := idem(t, args...).want(t, exitFailed)
+		if !strings.Contains(r.err, `forget "stuck"`) {
+			t.Errorf("%s: stderr %q, want the refused delete of stuck", mode, r.err)
+		}
+		var deleted []string
+		if mode == "-json" {
+			var rep clearReport
+			r.decode(t, &rep)
+			if rep.Deleted != len(rep.Keys) || rep.Error == "" || slices.Contains(rep.Keys, "stuck") {
+				t.Errorf("-json: partial report %+v, want the keys deleted before the error, and the error", rep)
+			}
+			deleted = rep.Keys
+		} else {
+			for line := range strings.Lines(r.out) {
+				if k, ok := strings.CutPrefix(strings.TrimSpace(line), "deleted "); ok && !strings.Contains(k, " ") {
+					deleted = append(deleted, k)
+				}
+			}
+			if !strings.Contains(r.out, fmt.Sprintf("deleted %d records", len(deleted))) || !strings.Contains(r.out, "stopped") {
+				t.Errorf("text: partial report\n%s\nwant the keys deleted, the counts, and that it stopped", r.out)
+			}
+		}
+		for _, k := range deleted {
+			if !slices.Contains(ok, k) || f.state(k) != store.Absent {
+				t.Errorf("%s: reported %q deleted", mode, k)
+			}
+		}
+		if f.state("stuck") != store.Done {
+			t.Fatalf("%s: stuck was deleted", mode)
 		}
 	}
 }

@@ -18,6 +18,11 @@ import (
 type keyReport struct {
 	Key      string `json:"key"`
 	RedisKey string `json:"redis_key"`
+	// KeyBase64 and RedisKeyBase64 are Key and RedisKey in base64 when
+	// they are not valid UTF-8 (a JSON string would replace their bad
+	// bytes, and name no record).
+	KeyBase64      string `json:"key_base64,omitempty"`
+	RedisKeyBase64 string `json:"redis_key_base64,omitempty"`
 	// State is absent, in-progress, completed or failed.
 	State       string     `json:"state"`
 	Owner       string     `json:"owner,omitempty"`
@@ -92,7 +97,8 @@ func (c *conn) lookup(ctx context.Context, cfg *config) (keyReport, store.Entry,
 }
 
 func newKeyReport(key, redisKey string, e store.Entry, now time.Time) keyReport {
-	r := keyReport{Key: key, RedisKey: redisKey, State: stateName(e)}
+	r := keyReport{Key: key, RedisKey: redisKey, State: stateName(e),
+		KeyBase64: base64IfNotUTF8(key), RedisKeyBase64: base64IfNotUTF8(redisKey)}
 	switch e.State {
 	case store.Held:
 		left, ends := e.LeaseLeft.Milliseconds(), now.Add(e.LeaseLeft).UTC()
@@ -258,6 +264,14 @@ func cmdForget(ctx context.Context, c *conn, cfg *config, out *printer) error {
 		out.printf("forgot %s (%s)\n", r.Key, r.State)
 	}
 	return nil
+}
+
+// base64IfNotUTF8 returns s in base64 when it is not valid UTF-8, else "".
+func base64IfNotUTF8(s string) string {
+	if utf8.ValidString(s) {
+		return ""
+	}
+	return base64.StdEncoding.EncodeToString([]byte(s))
 }
 
 // printable reports whether v is UTF-8 text without control characters

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/base64"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -152,5 +153,44 @@ func TestForeignKeys(t *testing.T) {
 	}
 	if n, err := f.c.Exists(bg, f.s.RecordKey("hash")).Result(); err != nil || n != 1 {
 		t.Errorf("the foreign hash is gone: %d %v", n, err)
+	}
+}
+
+// JSON strings hold UTF-8 only: a key that is not valid UTF-8 would come out
+// with its bad bytes replaced by U+FFFD, naming no record. -json gives such
+// a key (and its Redis key) in base64 too, wherever it names one.
+func TestJSONKeyNotUTF8(t *testing.T) {
+	t.Parallel()
+	f := single(t)
+	const bad, held, foreign = "order-\xff", "held-\xfe", "other-\xfd"
+	f.done(bad, store.Record{Value: []byte("v")}, time.Hour)
+	f.claim(held, "owner-1", time.Minute, nil)
+	if err := f.c.Set(bg, f.s.RecordKey(foreign), "x", time.Hour).Err(); err != nil {
+		t.Fatal(err)
+	}
+	f.done("order-ok", store.Record{Value: []byte("v")}, time.Hour)
+	b64 := base64.StdEncoding.EncodeToString
+
+	var rep keyReport
+	f.idem("-json", "state", "--", bad).want(t, exitOK).decode(t, &rep)
+	if rep.KeyBase64 != b64([]byte(bad)) || rep.RedisKeyBase64 != b64([]byte(f.s.RecordKey(bad))) {
+		t.Errorf("state -json of %q: key_base64 %q, redis_key_base64 %q", bad, rep.KeyBase64, rep.RedisKeyBase64)
+	}
+	rep = keyReport{}
+	f.idem("-json", "state", "order-ok").want(t, exitOK).decode(t, &rep)
+	if rep.KeyBase64 != "" || rep.RedisKeyBase64 != "" {
+		t.Errorf("state -json of a UTF-8 key: key_base64 %q, redis_key_base64 %q; want none", rep.KeyBase64, rep.RedisKeyBase64)
+	}
+
+	var cl clearReport
+	f.idem("-json", "clear", "-dry-run").want(t, exitOK).decode(t, &cl)
+	if !slices.Equal(cl.Keys, []string{"order-ok"}) || !slices.Equal(cl.KeysBase64, []string{b64([]byte(bad))}) || cl.Deleted != 2 {
+		t.Errorf("clear -json: keys %q, keys_base64 %q, deleted %d; want [order-ok], [%s], 2", cl.Keys, cl.KeysBase64, cl.Deleted, b64([]byte(bad)))
+	}
+	if len(cl.Skipped) != 1 || cl.Skipped[0].KeyBase64 != b64([]byte(held)) {
+		t.Errorf("clear -json: skipped %+v, want %q with its key in base64", cl.Skipped, held)
+	}
+	if len(cl.NotIdem) != 1 || cl.NotIdem[0].KeyBase64 != b64([]byte(foreign)) || cl.NotIdem[0].RedisKeyBase64 != b64([]byte(f.s.RecordKey(foreign))) {
+		t.Errorf("clear -json: not idem's %+v, want %q with its keys in base64", cl.NotIdem, foreign)
 	}
 }
