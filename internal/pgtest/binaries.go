@@ -68,20 +68,23 @@ func isExecutable(p string) bool {
 // serverUser returns the credential the server's processes run under:
 // nil (this process's own) unless this process runs as root, which initdb
 // and postgres refuse; then the "postgres" account that Debian's and RHEL's
-// packages create.
+// packages create, or else "nobody".
 func serverUser() (*syscall.Credential, error) {
 	if os.Geteuid() != 0 {
 		return nil, nil
 	}
 	u, err := user.Lookup("postgres")
 	if err != nil {
+		u, err = user.Lookup("nobody")
+	}
+	if err != nil {
 		return nil, errors.New("pgtest: running as root, and PostgreSQL refuses to run as root; " +
-			"no 'postgres' account to run it as (the postgresql package creates one): create it, or run the tests as another user")
+			"no 'postgres' or 'nobody' account to run it as (the postgresql package creates 'postgres'): create one, or run the tests as another user")
 	}
 	uid, err1 := strconv.ParseUint(u.Uid, 10, 32)
 	gid, err2 := strconv.ParseUint(u.Gid, 10, 32)
 	if err1 != nil || err2 != nil {
-		return nil, fmt.Errorf("pgtest: account postgres has uid %q, gid %q", u.Uid, u.Gid)
+		return nil, fmt.Errorf("pgtest: account %s has uid %q, gid %q", u.Username, u.Uid, u.Gid)
 	}
 	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
 }
