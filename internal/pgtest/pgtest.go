@@ -7,7 +7,8 @@
 // (Debian's packages put them there). A missing PostgreSQL is an error,
 // never a skip: the project's test command installs Debian's postgresql
 // package when it can. PostgreSQL refuses to run as root; under root the
-// server runs as the "postgres" account, and its directory belongs to it.
+// server runs as the "postgres" account (or "nobody" without one), and its
+// directory belongs to it.
 //
 // The server is a child of the test process (not daemonized by pg_ctl):
 // the parent-death signal kills it if the test binary dies (and its
