@@ -41,9 +41,14 @@ type ClearResult struct {
 	// Scanned is how many keys of the scope the scan returned.
 	Scanned int
 	// Deleted is how many keys were forgotten: completed results and
-	// permanent errors (a key that expired or was forgotten between the
-	// scan and the delete counts too).
+	// permanent errors. With a store that does not say whether a forget
+	// deleted anything (store.Op), a key that expired or was forgotten
+	// between the scan and the delete counts too.
 	Deleted int
+	// Corrupt is how many keys the store could not read as its records
+	// (store.ErrCorrupt: another application's key under a record's name,
+	// say); they are left as they were.
+	Corrupt int
 	// Skipped is how many keys were in progress (in flight on this
 	// runtime, or held in the store by a run), and left as they were.
 	Skipped int
@@ -200,7 +205,9 @@ func (rt *Runtime) clearPage(ctx context.Context, sc store.Scanner, prefix, curs
 	batch := make([]*store.Op, 0, len(keys))
 	for i, key := range keys {
 		if !busy[i] {
-			ops[i] = &store.Op{Kind: store.OpForget, Key: key}
+			// Status Completed: "a result was deleted", unless the store
+			// says otherwise (see store.Op).
+			ops[i] = &store.Op{Kind: store.OpForget, Key: key, Result: store.ClaimResult{Status: store.Completed}}
 			batch = append(batch, ops[i])
 		}
 	}
@@ -217,10 +224,12 @@ func (rt *Runtime) clearPage(ctx context.Context, sc store.Scanner, prefix, curs
 			if len(res.SkippedKeys) < opts.MaxSkippedKeys && !slices.Contains(res.SkippedKeys, keys[i]) {
 				res.SkippedKeys = append(res.SkippedKeys, keys[i])
 			}
-		case op.Err == nil:
+		case op.Err == nil && op.Result.Status == store.Completed:
 			res.Deleted++
-		case errors.Is(op.Err, store.ErrNotFound):
-			// Gone already: nothing to delete.
+		case op.Err == nil, errors.Is(op.Err, store.ErrNotFound):
+			// Nothing to delete: gone already, or released.
+		case errors.Is(op.Err, store.ErrCorrupt):
+			res.Corrupt++
 		case failed == nil:
 			failed = rt.storeErr(ctx, op.Key, store.OpForget.String(), op.Err)
 		}

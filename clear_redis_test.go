@@ -1,6 +1,8 @@
 package idem_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
@@ -83,5 +85,65 @@ func TestClearOnRedis(t *testing.T) {
 				t.Fatalf("its result: %q %v", v, err)
 			}
 		})
+	}
+}
+
+// redisRuntime is a runtime on a fresh redis-server, with its client and
+// store.
+func redisRuntime(t *testing.T) (*idem.Runtime, *redis.Client, *redisstore.Store) {
+	srv := redistest.Start(t, redistest.Options{})
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	t.Cleanup(func() { c.Close() })
+	s, err := redisstore.New(bg, c, redisstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return idemtest.Runtime(t, idem.Options{Store: s}), c, s
+}
+
+// Another application's key under a record's name is counted as corrupt
+// and left alone; Clear goes on with the rest of the scope.
+func TestClearGoesOnPastAForeignKey(t *testing.T) {
+	rt, c, s := redisRuntime(t)
+	var keys []string
+	for i := range 50 {
+		keys = append(keys, fmt.Sprint("k", i))
+	}
+	doAll(t, rt, keys...)
+	foreign := s.RecordKey("zzz-not-idem")
+	if err := c.Set(bg, foreign, "another application's", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	res, err := rt.Clear(bg, store.Scope{}, idem.ClearOptions{PageSize: 10})
+	if err != nil || res.Deleted != 50 || res.Corrupt != 1 {
+		t.Fatalf("Clear = %+v, %v; want 50 deleted and the foreign key counted corrupt", res, err)
+	}
+	for _, k := range keys {
+		if st, err := rt.State(bg, k); err != nil || st.Status != idem.KeyAbsent {
+			t.Fatalf("%s after Clear: %+v, %v", k, st, err)
+		}
+	}
+	if v, err := c.Get(bg, foreign).Result(); err != nil || v != "another application's" {
+		t.Fatalf("the foreign key after Clear: %q, %v", v, err)
+	}
+}
+
+// A released key's record stays (its fence must keep rising) but holds no
+// result: Clear does not count it as deleted.
+func TestClearDoesNotCountReleasedKeys(t *testing.T) {
+	rt, _, _ := redisRuntime(t)
+	for i := range 3 {
+		if _, err := idem.Do(bg, rt, fmt.Sprint("r", i), func(context.Context) (string, error) { return "", errors.New("transient") }); err == nil {
+			t.Fatal("want the transient error")
+		}
+	}
+	doAll(t, rt, "done")
+	for round := range 2 {
+		res, err := rt.Clear(bg, store.Scope{}, idem.ClearOptions{})
+		want := 1 - round // the one result, then nothing
+		if err != nil || res.Deleted != want {
+			t.Fatalf("round %d: Clear = %+v, %v; want %d deleted", round, res, err, want)
+		}
 	}
 }

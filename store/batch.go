@@ -49,7 +49,10 @@ type Op struct {
 	Lease  time.Duration // OpRenew
 
 	// Results. Result.Record also holds the record of OpComplete (as
-	// stored) and OpGet.
+	// stored) and OpGet. For OpForget, a Batcher that can tell sets
+	// Result.Status to Completed when it deleted a result and to zero when
+	// there was nothing to delete (absent, or released); a store that
+	// cannot tell leaves Result as the caller set it.
 	Result ClaimResult
 	Err    error
 }
