@@ -96,19 +96,19 @@ func (l *listener) run() {
 		if conn != nil {
 			closeConn(conn)
 		}
-		for _, r := range l.take() {
-			if r.done != nil {
-				r.done <- errClosed
-			}
-		}
+		answer(l.take(), errClosed)
 	}()
 	lost := false
 	retry := firstRetry
 	for l.ctx.Err() == nil {
 		if conn == nil {
+			// A request is made once its subscription is live, so the
+			// channels connect listens to include those of the requests
+			// taken here; later ones wait for apply.
+			reqs := l.take()
 			c, err := l.connect()
+			answer(reqs, err)
 			if err != nil {
-				l.answer(err)
 				if !sleep(l.ctx, retry) {
 					return
 				}
@@ -116,7 +116,6 @@ func (l *listener) run() {
 				continue
 			}
 			conn, retry = c, firstRetry
-			l.answer(nil) // the new connection listens to every channel
 			if lost {
 				lost = false
 				l.s.wakeAll()
@@ -129,11 +128,11 @@ func (l *listener) run() {
 	}
 }
 
-// answer tells the pending LISTEN requests err (nil: they listen), and
-// drops the pending UNLISTENs: a new connection listens only to the
-// channels of live subscriptions.
-func (l *listener) answer(err error) {
-	for _, r := range l.take() {
+// answer tells the LISTEN requests of reqs err (nil: they listen), and
+// drops its UNLISTENs: a new connection listens only to the channels of
+// live subscriptions.
+func answer(reqs []listenReq, err error) {
+	for _, r := range reqs {
 		if r.done != nil {
 			r.done <- err
 		}

@@ -334,3 +334,62 @@ func listenTo(t testing.TB, pool *pgxpool.Pool, channel string) <-chan string {
 	})
 	return out
 }
+
+// Subscriptions come and go at once on one store, sharing its listening
+// connection: each live one gets its wake-ups, a stopped one none, and the
+// last to stop closes the connection (goleak checks the goroutine).
+func TestSubscriptionsComeAndGo(t *testing.T) {
+	t.Parallel()
+	s := newStore(t, sharedPool(t), pgstore.Options{})
+	type sub struct {
+		id    string
+		stop  func()
+		woken chan string
+	}
+	subs := make([]*sub, 8)
+	var wg sync.WaitGroup
+	for i := range subs {
+		wg.Go(func() {
+			sb := &sub{woken: make(chan string, 8)}
+			id, stop, err := s.Subscribe(bg, func(key string) {
+				if key != "" {
+					sb.woken <- key
+				}
+			})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			sb.id, sb.stop = id, stop
+			subs[i] = sb
+		})
+	}
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+	for _, sb := range subs[:3] {
+		sb.stop()
+	}
+	for i, sb := range subs {
+		key := fmt.Sprint("k", i)
+		tok := waitOn(t, s, key, sb.id)
+		if _, err := s.Complete(bg, key, tok, store.Record{}, time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		if i >= 3 {
+			wantWake(t, sb.woken, key)
+		}
+	}
+	time.Sleep(100 * time.Millisecond)
+	for i, sb := range subs[:3] {
+		select {
+		case k := <-sb.woken:
+			t.Errorf("stopped subscription %d woken for %q", i, k)
+		default:
+		}
+	}
+	for _, sb := range subs[3:] {
+		sb.stop()
+	}
+}
