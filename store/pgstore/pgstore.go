@@ -51,7 +51,6 @@ package pgstore
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -59,43 +58,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/idemrt/idem/store"
-)
-
-// Options configures a Store. The zero value is valid.
-type Options struct {
-	// Schema holds the table, created by Migrate if missing. Any name
-	// is quoted, so it keeps its case and may hold any character but NUL.
-	// Default: none, the table name alone, resolved by the connection's
-	// search_path.
-	Schema string
-	// Table is the table's name, quoted as Schema is. It must be at most
-	// 52 bytes, so that the name of its index (the table's name and
-	// "_expires_at") fits PostgreSQL's 63-byte limit.
-	// Default: "idem".
-	Table string
-	// Timeout bounds each batch (one round trip, and the repeats of its
-	// lost replies) when the caller's context has no earlier deadline,
-	// and New's first contact with the server.
-	// Default: 0, the caller's context alone (New: 10s).
-	Timeout time.Duration
-	// CleanupInterval is how often the background loop deletes the rows
-	// that have ended. Default: one minute.
-	CleanupInterval time.Duration
-	// CleanupBatch is how many rows one DELETE of a cleanup removes at
-	// most. Default: 1000.
-	CleanupBatch int
-	// DisableCleanup turns the background loop off: call Cleanup yourself
-	// (from one instance, or a scheduled job), or rows that have ended
-	// stay in the table. Default: false.
-	DisableCleanup bool
-}
-
-// The defaults of Options.
-const (
-	defaultTable           = "idem"
-	defaultCleanupInterval = time.Minute
-	defaultCleanupBatch    = 1000
-	defaultNewTimeout      = 10 * time.Second
 )
 
 // Store is the PostgreSQL store. Create it with [New] and end it with
@@ -167,18 +129,6 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store, error) 
 		s.startCleanup(every)
 	}
 	return s, nil
-}
-
-func (o Options) validate() error {
-	switch {
-	case o.Timeout < 0:
-		return fmt.Errorf("%w: pgstore: Timeout %v must not be negative", store.ErrInvalidArgument, o.Timeout)
-	case o.CleanupInterval < 0:
-		return fmt.Errorf("%w: pgstore: CleanupInterval %v must not be negative", store.ErrInvalidArgument, o.CleanupInterval)
-	case o.CleanupBatch < 0:
-		return fmt.Errorf("%w: pgstore: CleanupBatch %d must not be negative", store.ErrInvalidArgument, o.CleanupBatch)
-	}
-	return nil
 }
 
 // check asks the server for its transaction isolation and the table's
@@ -291,26 +241,3 @@ func (s *Store) withTimeout(ctx context.Context) (context.Context, context.Cance
 	}
 	return ctx, func() {}
 }
-
-// CorruptError reports a row the store cannot read: a state it does not
-// know, a field missing or out of range (written by hand, or by something
-// other than this package). No operation answers from such a row or
-// writes to it, but for two deletes: Forget deletes it if its state says
-// completed, and cleanup once its end has passed. It matches
-// [store.ErrCorrupt] (errors.Is).
-type CorruptError struct {
-	Key    string // the key as given to the store
-	Table  string // the table, as in Store.Table
-	Reason string
-}
-
-func (e *CorruptError) Error() string {
-	return fmt.Sprintf("pgstore: the row of key %q in table %s is corrupt: %s", e.Key, e.Table, e.Reason)
-}
-
-// Is reports whether target is [store.ErrCorrupt].
-func (e *CorruptError) Is(target error) bool { return target == store.ErrCorrupt }
-
-// errUnsettled is an op's error when the row kept changing between the
-// statement's read and its write for every try (see call.settled).
-var errUnsettled = errors.New("the row changed under every try of the statement")
