@@ -41,12 +41,22 @@
 //     waiting request is handed the key and runs it at once). A handler
 //     panic releases the key too; its request, and the requests waiting for
 //     it, get 500, and the panic is logged with its stack
-//     (panic(http.ErrAbortHandler) aborts the response as net/http does).
+//     (panic(http.ErrAbortHandler) aborts the response as net/http does);
+//   - a request whose handler ran gets the handler's response even when
+//     storing it did not finish (its context ended first, the store
+//     failed, the runtime closed); a warning is logged, and the runtime
+//     goes on storing it. A 503 always means the handler did not run: the
+//     runtime is closed or overloaded, the store is down, or the request's
+//     context ended before it could run.
 //
 // A response is not stored when StoreStatus refuses its status (5xx, 429,
-// 400, 401, 404... by default), when the handler called [NoStore], when it
-// is a router's own 404 or 405 (a route miss), when it streamed, or when
-// its body is over Options.MaxStoredBody.
+// 400, 401, 404, 422... by default), when the handler called [NoStore],
+// when it is a router's own 404 or 405 (a route miss, see
+// Options.RouteMiss), when it streamed, or when its body is over
+// Options.MaxStoredBody. The handler's headers are stored apart from those
+// outer middleware set, which belong to each request: a replay gets its own
+// request's outer headers, with the handler's added (or replacing them
+// where the handler replaced them).
 //
 // Every response to a request with a parsed key carries the key back in an
 // Idempotency-Key header. Errors of the middleware itself are answered by
@@ -60,25 +70,36 @@
 // the idem key is store.BuildKey(key, {Namespace: scope, Version}), that is
 // ff:idemp:<scope>:<version>:<key>. The scope is Options.Tenant's answer
 // when it is set (take it from the authenticated principal); by default it
-// is a digest of the request's credentials (its Authorization header and
+// is a digest of the request's credentials (the headers named in
+// Options.CredentialHeaders, Authorization and X-Api-Key by default, and
 // the cookies named in Options.CredentialCookies), so that one caller never
 // gets another's response. Options.SharedScope puts every request in one
 // scope, for endpoints without credentials.
+//
+// Requests that carry none of the credentials share one anonymous scope,
+// where anyone who sends a key gets the response stored for it; the
+// middleware logs a warning the first time. Name the header or cookie your
+// callers authenticate with (a gateway's identity header, a session
+// cookie), or set Tenant; set Tenant too where credentials change from one
+// attempt to the next (signed requests such as AWS SigV4, Digest, Hawk),
+// or each retry would be a caller of its own.
 //
 // # Routers
 //
 // net/http's ServeMux and chi set Request.Pattern on the request they
 // route when a route matches. The handler gets a request of its own; once
-// it returns, a 404 or 405 whose request has no Pattern is a route miss,
-// never stored, so the corrected request with the same key runs. Wrapping
-// per route (mux.Handle("POST /payments", mw.Handler(h))) is the
-// recommended shape: misses and the router's redirects never reach the
-// middleware, and a handler's own 404 (its route's pattern set) is stored
-// if StoreStatus says so. Around a whole ServeMux, or in chi's Use (which
-// hands the middleware the request chi then routes), misses are
-// recognised. chi wrapped from outside (mw.Handler(router)) routes a copy
-// of the request whose Pattern the middleware does not see: its 404 and
-// 405, a handler's included, are then never stored.
+// it returns, Options.RouteMiss says whether the response is a route miss,
+// never stored, so that the corrected request with the same key runs. The
+// default, [DefaultRouteMiss], takes a 404 or 405 whose request has no
+// Pattern for one. Wrapping per route (mux.Handle("POST /payments",
+// mw.Handler(h))) is the recommended shape: misses and the router's
+// redirects never reach the middleware, and a handler's own 404 (its
+// route's pattern set) is stored if StoreStatus says so. Around a whole
+// ServeMux, or in chi's Use (which hands the middleware the request chi
+// then routes), misses are recognised. [DefaultRouteMiss] lists the shapes
+// it gets wrong (no router, chi wrapped from outside or under a ServeMux
+// route, http.StripPrefix in between); set RouteMiss for those, or mark
+// misses with [NoStore] in the router's not-found handlers.
 //
 // # How the handler runs
 //
@@ -92,11 +113,23 @@
 //
 // A handler that flushes (http.Flusher, or http.ResponseController), or
 // sends Content-Type text/event-stream, streams instead: what it wrote so
-// far and everything after goes straight to its client. A streamed
-// response is never stored; the key is released when the handler returns.
-// http.ResponseController's SetWriteDeadline, SetReadDeadline and
-// EnableFullDuplex reach the real connection. Trailers, 1xx responses and
+// far and everything after goes straight to net/http's writer, which
+// sends it when the handler flushes or its buffers (about 4 KiB) fill, as
+// without the middleware: an event-stream handler must flush each event.
+// A streamed response is never stored; the key is released when the
+// handler returns. http.ResponseController's SetWriteDeadline,
+// SetReadDeadline and EnableFullDuplex reach the real connection, and
+// io.Copy to the writer uses its ReadFrom. Trailers, 1xx responses and
 // hijacking are not supported behind the middleware.
+//
+// # Reading what is stored
+//
+// [Middleware.Response] returns the response stored for a key and scope
+// without running anything (idem.ErrNotFound when there is none,
+// idem.ErrInProgress while a request with the key runs),
+// [Middleware.State] the key's state, and [Middleware.Forget] deletes the
+// response so that the next request runs. [Middleware.Scope] gives the
+// scope of a request, for a handler that sees the caller's request.
 //
 // With no runtime configured, the middleware owns an idem runtime on the
 // in-memory store (close it with [Middleware.Close]); give it a runtime on

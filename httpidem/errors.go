@@ -57,11 +57,10 @@ func StatusFor(err error) int {
 
 // unstored is a response that was produced but not kept (a status
 // StoreStatus refuses, NoStore, a route miss, a body over MaxStoredBody, a
-// stream). It reaches idem.Do as a transient error, so the key is released,
-// and carries the response to the owner, who still sends it (a stream has
-// been sent already: resp is nil).
+// stream). It reaches idem.Do as a transient error, so the key is released;
+// the owner still sends the response, which its attempt holds (a stream
+// has been sent already).
 type unstored struct {
-	resp   *response
 	status int
 	reason string
 }

@@ -10,17 +10,20 @@ import (
 )
 
 func ExampleDefaultStoreStatus() {
-	for _, s := range []int{201, 402, 409, 422, 400, 401, 404, 429, 503} {
+	for _, s := range []int{201, 402, 409, 400, 401, 404, 406, 412, 422, 428, 429, 503} {
 		fmt.Println(s, httpidem.DefaultStoreStatus(s))
 	}
 	// Output:
 	// 201 true
 	// 402 true
 	// 409 true
-	// 422 true
 	// 400 false
 	// 401 false
 	// 404 false
+	// 406 false
+	// 412 false
+	// 422 false
+	// 428 false
 	// 429 false
 	// 503 false
 }

@@ -53,6 +53,23 @@ func ExampleOptions_credentialCookies() {
 	// 200 replayed=true run 1
 }
 
+// Behind a gateway that authenticates callers and passes who they are in
+// a header of its own (and strips what they sent), name that header: each
+// consumer's keys are its own. Without it, every caller would share the
+// anonymous scope.
+func ExampleOptions_credentialHeaders() {
+	mw, _ := httpidem.New(httpidem.Options{CredentialHeaders: []string{"X-Consumer-ID"}})
+	defer mw.Close(context.Background())
+	h := mw.Handler(countRuns())
+	sendWith(h, "/", "k", "", "X-Consumer-ID", "acme")
+	sendWith(h, "/", "k", "", "X-Consumer-ID", "globex")
+	sendWith(h, "/", "k", "", "X-Consumer-ID", "acme")
+	// Output:
+	// 200 replayed=false run 1
+	// 200 replayed=false run 2
+	// 200 replayed=true run 1
+}
+
 // SharedScope: every request with the key shares it, whoever sends it. For
 // endpoints without credentials.
 func ExampleOptions_sharedScope() {

@@ -1,21 +1,27 @@
 package httpidem_test
 
 import (
+	"bytes"
+	"context"
+	"encoding/gob"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/idemrt/idem"
 	"github.com/idemrt/idem/httpidem"
 	"github.com/idemrt/idem/internal/idemtest"
+	"github.com/idemrt/idem/store"
 	"github.com/idemrt/idem/store/memstore"
 )
 
 // Response headers: stored and replayed as the handler set them, byte for
-// byte, and added to what outer middleware set rather than replacing it.
+// byte, and added to what outer middleware set for each request rather than
+// replacing it.
 
 // Headers are stored and replayed as the handler set them at WriteHeader;
 // connection headers are not; an empty response is a 200.
@@ -131,5 +137,96 @@ func TestKeyEchoed(t *testing.T) {
 		if r := post(t, srv, key, "x"); r.header.Get(httpidem.HeaderKey) != "" {
 			t.Fatalf("key %q: echoed %q", key, r.header.Get(httpidem.HeaderKey))
 		}
+	}
+}
+
+// The case: outer middleware sets a per-request value (a CSRF
+// cookie) and the handler adds one of its own (a receipt cookie). A replay
+// gets its own request's outer value and the handler's, never the first
+// request's outer value. A header whose outer value the handler replaced,
+// or removed, is replaced or removed on the replay too.
+func TestReplayKeepsItsOwnOuterHeaderValues(t *testing.T) {
+	mw := newMiddleware(t, httpidem.Options{})
+	inner := mw.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Add("Set-Cookie", "receipt=1")
+		w.Header().Set("Cache-Control", "no-store") // replaces the outer value
+		w.Header().Del("X-Outer-Only")
+		w.WriteHeader(http.StatusCreated)
+	}))
+	var n atomic.Int32
+	outer := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		i := n.Add(1)
+		w.Header().Add("Set-Cookie", fmt.Sprintf("csrf=token-%d", i))
+		w.Header().Set("Cache-Control", fmt.Sprintf("max-age=%d", i))
+		w.Header().Set("X-Outer-Only", "1")
+		w.Header().Set("X-Request-Id", fmt.Sprint(i))
+		inner.ServeHTTP(w, r)
+	})
+	srv := httptest.NewServer(outer)
+	defer srv.Close()
+	for i, want := range []struct {
+		replayed bool
+		cookies  string
+		id       string
+	}{{false, "csrf=token-1,receipt=1", "1"}, {true, "csrf=token-2,receipt=1", "2"}} {
+		r := do(srv, http.MethodPost, "/x", "k", "x")
+		expect(t, fmt.Sprint("call ", i), r, http.StatusCreated, want.replayed, "")
+		if got := strings.Join(r.header.Values("Set-Cookie"), ","); got != want.cookies {
+			t.Fatalf("call %d: Set-Cookie %q, want %q", i, got, want.cookies)
+		}
+		if cc, id, gone := r.header.Values("Cache-Control"), r.header.Get("X-Request-Id"), r.header.Get("X-Outer-Only"); len(cc) != 1 || cc[0] != "no-store" || id != want.id || gone != "" {
+			t.Fatalf("call %d: Cache-Control %q, X-Request-Id %q, X-Outer-Only %q", i, cc, id, gone)
+		}
+	}
+}
+
+// gobCodec is the codec the middleware stores its records with.
+type gobCodec struct{}
+
+func (gobCodec) Marshal(v any) ([]byte, error) {
+	var b bytes.Buffer
+	err := gob.NewEncoder(&b).Encode(v)
+	return b.Bytes(), err
+}
+
+func (gobCodec) Unmarshal(data []byte, v any) error {
+	return gob.NewDecoder(bytes.NewReader(data)).Decode(v)
+}
+
+// A record stored by a version of the middleware whose records had no list
+// of added headers (every header the handler changed was stored whole, and
+// replaced the replay's) is replayed as it was then.
+func TestRecordWithoutAddedHeadersStillReplays(t *testing.T) {
+	mem := memstore.New(memstore.Options{})
+	defer mem.Close()
+	type oldRecord struct {
+		Status int
+		Header http.Header
+		Body   []byte
+	}
+	old := idemtest.Runtime(t, idem.Options{Store: mem})
+	key := store.BuildKey("k", store.Scope{Version: "http"}) // anonymous scope
+	_, err := idem.Do(bg, old, key, func(context.Context) (oldRecord, error) {
+		return oldRecord{Status: http.StatusCreated, Body: []byte("paid"),
+			Header: http.Header{"Set-Cookie": {"csrf=old", "receipt=1"}, "X-Outer-Only": {}}}, nil
+	}, idem.WithCodec(gobCodec{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := idemtest.Runtime(t, idem.Options{Store: mem})
+	mw := newMiddleware(t, httpidem.Options{Runtime: rt})
+	inner := mw.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		t.Error("the handler ran for a stored key")
+	}))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Add("Set-Cookie", "csrf=new")
+		w.Header().Set("X-Outer-Only", "1")
+		inner.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	r := do(srv, http.MethodPost, "/x", "k", "x")
+	expect(t, "old record", r, http.StatusCreated, true, "paid")
+	if got := strings.Join(r.header.Values("Set-Cookie"), ","); got != "csrf=old,receipt=1" || r.header.Get("X-Outer-Only") != "" {
+		t.Fatalf("Set-Cookie %q, X-Outer-Only %q: not replayed as the old record says", got, r.header.Get("X-Outer-Only"))
 	}
 }

@@ -22,10 +22,16 @@ import (
 
 var bg = context.Background()
 
+// discard drops what the middleware logs.
+var discard = slog.New(slog.DiscardHandler)
+
 // newMiddleware returns a middleware that the test closes at its end,
 // after the servers it started.
 func newMiddleware(t testing.TB, opts httpidem.Options) *httpidem.Middleware {
 	t.Helper()
+	if opts.Logger == nil {
+		opts.Logger = discard
+	}
 	mw, err := httpidem.New(opts)
 	if err != nil {
 		t.Fatal(err)
@@ -45,9 +51,6 @@ func newMiddleware(t testing.TB, opts httpidem.Options) *httpidem.Middleware {
 // the end of the test.
 func serve(t testing.TB, opts httpidem.Options, h http.Handler) (*httptest.Server, *httpidem.Middleware) {
 	t.Helper()
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
-	}
 	mw := newMiddleware(t, opts)
 	mux := http.NewServeMux()
 	mux.Handle("/", mw.Handler(h))

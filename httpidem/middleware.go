@@ -19,21 +19,22 @@ import (
 // it with [New], wrap handlers with [Middleware.Handler], and
 // [Middleware.Close] it when done. It is safe for concurrent use.
 type Middleware struct {
-	o        Options
-	rt       *idem.Runtime
-	own      bool
-	methods  map[string]bool
-	opts     []idem.CallOption // the options shared by every call
-	close    sync.Once
-	closeErr error
+	o         Options
+	rt        *idem.Runtime
+	own       bool
+	methods   map[string]bool
+	opts      []idem.CallOption // the options shared by every call
+	anonymous sync.Once         // the warning about the anonymous scope
+	close     sync.Once
+	closeErr  error
 }
 
 // New returns a middleware. It fails with an error matching
 // idem.ErrInvalidArgument on an invalid option (a negative duration or
 // size, a blank method, a name that cannot be a header or cookie name) or on
 // options that exclude each other (FailFast and Settle, Tenant and
-// SharedScope, CredentialCookies and either, Fingerprint and
-// FingerprintHeaders).
+// SharedScope, CredentialHeaders or CredentialCookies and either,
+// Fingerprint and FingerprintHeaders).
 func New(opts Options) (*Middleware, error) {
 	o, err := opts.resolve()
 	if err != nil {
@@ -110,7 +111,12 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 		next.ServeHTTP(w, r)
 		return
 	}
-	k := &keyed{key: key, tenant: m.scopeOf(r)}
+	k := &keyed{key: key}
+	var anonymous bool
+	if err := m.guard("Tenant", r, func() { k.tenant, anonymous = m.scopeOf(r) }); err != nil {
+		m.fail(w, r, err)
+		return
+	}
 	k.scoped = store.BuildKey(key, store.Scope{Namespace: k.tenant, Version: m.o.Version})
 	if held, _ := r.Context().Value(heldKey{}).(held); held.rt == m.rt && held.key == k.scoped {
 		// Wrapped twice on one route: the outer layer holds the key and
@@ -118,22 +124,52 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 		next.ServeHTTP(w, r)
 		return
 	}
+	if anonymous {
+		m.warnAnonymous(r)
+	}
 	// Every answer to a keyed request names its key, the problems
 	// included, so that a client can match answers to operations.
 	w.Header().Set(HeaderKey, echo)
 	if err := store.ValidateKey(k.scoped); err != nil {
-		m.fail(w, r, fmt.Errorf("httpidem: tenant %q: %w", k.tenant, err))
+		// The scope is the service's, not the client's: it is logged, and
+		// the client's answer does not show it.
+		m.o.Logger.Warn("httpidem: the request's scope makes its key invalid; check Options.Tenant",
+			"key", k.key, "tenant", k.tenant, "method", r.Method, "path", r.URL.Path, "err", err)
+		m.fail(w, r, errInvalidScope)
 		return
 	}
 	if k.body, err = m.readBody(w, r); err != nil {
 		m.fail(w, r, err)
 		return
 	}
-	if k.fp, err = m.fingerprintOf(r, k.tenant, k.body); err != nil {
+	if err := m.guard("Fingerprint", r, func() { k.fp, err = m.fingerprintOf(r, k.tenant, k.body) }); err != nil {
+		m.fail(w, r, err)
+		return
+	}
+	if err != nil {
 		m.fail(w, r, err)
 		return
 	}
 	m.once(w, r, next, k)
+}
+
+// errInvalidScope is the error of a request whose scope makes its key
+// invalid (a tenant over 1 KiB, or with a NUL byte).
+var errInvalidScope = fmt.Errorf("httpidem: the caller's scope makes the key invalid: %w", idem.ErrInvalidKey)
+
+// guard calls f, a call of the Options function named name, and turns a
+// panic of it into an error (answered 500), logged with its stack as a
+// handler's panic is, instead of a dropped connection.
+func (m *Middleware) guard(name string, r *http.Request, f func()) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			m.o.Logger.Error("httpidem: Options."+name+" panicked; the request is answered 500 and nothing ran",
+				"method", r.Method, "path", r.URL.Path, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			err = fmt.Errorf("httpidem: Options.%s panicked: %v", name, p)
+		}
+	}()
+	f()
+	return nil
 }
 
 // keyed is a request that runs once per key: its Idempotency-Key, scope
@@ -168,44 +204,102 @@ func (m *Middleware) keyOf(r *http.Request) (key, echo string, pass bool, err er
 // request: with the response of its own run, the stored or awaited response
 // of another, or an error.
 func (m *Middleware) once(w http.ResponseWriter, r *http.Request, next http.Handler, k *keyed) {
+	if err := r.Context().Err(); err != nil {
+		// The request's context ended before it could run (a slow upload
+		// outlasted a server timeout): nothing ran, and nothing holds the
+		// key for it. idem.Do would refuse it with the same error, which
+		// must not read as "in progress" below.
+		m.fail(w, r, err)
+		return
+	}
 	req := r.Clone(context.WithValue(r.Context(), heldKey{}, held{rt: m.rt, key: k.scoped}))
 	// What outer middleware set: the handler sees it, the record does not.
 	base := w.Header().Clone()
 	base.Del(HeaderKey)
 	var how idem.Outcome
-	var streamed bool
+	var a attempt
 	opts := append(m.opts[:len(m.opts):len(m.opts)], idem.WithFingerprint(k.fp), idem.WithOutcome(&how))
 	resp, err := idem.Do(req.Context(), m.rt, k.scoped, func(ctx context.Context) (*response, error) {
 		rec := newRecorder(w, base)
-		defer func() { streamed = rec.streaming }()
-		return m.run(ctx, req, next, k, rec)
+		defer func() { a.streamed = rec.streaming }()
+		return m.run(ctx, req, next, k, rec, &a)
 	}, opts...)
 	var pe *idem.PanicError
 	switch {
-	case streamed:
+	case a.streamed:
 		// The response went to the client as the handler wrote it (the
-		// function ran on this goroutine, so streamed is this run's).
-		// A panic can only cut it short, as net/http would.
-		if errors.As(err, &pe) {
+		// function ran on this goroutine, so a is this run's). A panic
+		// can only cut it short, as net/http would.
+		if errors.As(err, &pe) || a.panicked {
 			panic(http.ErrAbortHandler)
 		}
 		return
 	case err == nil:
 		resp.write(w, how != idem.Executed)
 		return
-	}
-	if un, ok := errors.AsType[*unstored](err); ok {
-		un.resp.write(w, false) // this request's own response, not kept
+	case how == idem.Executed && a.ran:
+		m.ran(w, r, k, &a, err)
 		return
 	}
-	if errors.As(err, &pe) && how == idem.Executed && pe.Value == http.ErrAbortHandler {
-		panic(http.ErrAbortHandler) // abort the response, as the handler asked
-	}
 	if how != idem.Executed && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
-		// The request's context ended while it waited for the run in flight.
+		// The request's context ended while it waited for the run in
+		// flight (it was not done when the call began: see above).
 		err = fmt.Errorf("%w: the request gave up waiting: %w", idem.ErrConflict, err)
 	}
 	m.fail(w, r, err)
+}
+
+// attempt is what became of this request's own run of the handler (the
+// function runs on the request's goroutine: idem.WithOwnerWaits).
+type attempt struct {
+	ran      bool      // the handler was called
+	own      *response // its response, once it returned without streaming
+	keep     bool      // own is to be stored (StoreStatus and the rest accept it)
+	streamed bool      // its response went straight to the client
+	panicked bool      // it panicked
+	panicVal any
+}
+
+// ran answers the request whose own run of the handler ended with err: the
+// handler ran, so whatever err says, the client is not told that nothing
+// did. It gets the handler's response when there is one (err then says
+// that it was not stored, or that storing it did not finish), the panic's
+// answer when the handler panicked, or err's.
+func (m *Middleware) ran(w http.ResponseWriter, r *http.Request, k *keyed, a *attempt, err error) {
+	var pe *idem.PanicError
+	switch {
+	case a.panicked || errors.As(err, &pe):
+		// The panic was logged by run. (With Redis, the owner's context
+		// ending may have answered before the runtime reported it.)
+		if a.panicVal == http.ErrAbortHandler {
+			panic(http.ErrAbortHandler) // abort the response, as the handler asked
+		}
+		if pe == nil {
+			pe = &idem.PanicError{Key: k.scoped, Value: a.panicVal}
+		}
+		m.fail(w, r, pe)
+	case a.own == nil:
+		// No response of its own to send (a stream and a panic are
+		// handled above): err is the answer.
+		m.fail(w, r, err)
+	case !a.keep:
+		a.own.write(w, false) // this request's own response, not kept
+	case errors.Is(err, idem.ErrLeaseLost):
+		// Another run took the key over and will store its own response:
+		// this one is not the key's, and the retry gets that one (500).
+		m.fail(w, r, err)
+	default:
+		// A response to keep that the store did not acknowledge: its
+		// request's context ended before the store answered (the runtime
+		// goes on storing it), the store failed (the runtime retries while
+		// the lease lasts), or the runtime closed. The handler ran, so its
+		// client gets its response, not a 503 that says nothing ran.
+		m.o.Logger.Warn("httpidem: the handler ran, but storing its response did not finish; "+
+			"its client gets it all the same, and a retry with the key gets it if the store takes it, or runs the handler again",
+			"key", k.key, "tenant", k.tenant, "method", r.Method, "path", r.URL.Path,
+			"status", a.own.Status, "err", err)
+		a.own.write(w, false)
+	}
 }
 
 // heldKey marks the context of a request whose key a middleware holds.
@@ -219,8 +313,9 @@ type held struct {
 // run is idem.Do's function: it runs the handler against rec and says
 // whether its response is to be stored. A response that is not (a stream,
 // NoStore, a route miss, a status StoreStatus refuses, a body too large)
-// comes back as an *unstored error, which releases the key.
-func (m *Middleware) run(ctx context.Context, req *http.Request, next http.Handler, k *keyed, rec *recorder) (*response, error) {
+// comes back as an *unstored error, which releases the key. a records what
+// became of the run.
+func (m *Middleware) run(ctx context.Context, req *http.Request, next http.Handler, k *keyed, rec *recorder, a *attempt) (*response, error) {
 	// A copy of its own: routers set its Pattern, which is read below.
 	req = req.WithContext(ctx)
 	req.Body, req.GetBody = bodyReader(k.body), func() (io.ReadCloser, error) { return bodyReader(k.body), nil }
@@ -229,6 +324,7 @@ func (m *Middleware) run(ctx context.Context, req *http.Request, next http.Handl
 		// Logged here, by the run itself: once its client has left, its
 		// own request's call may answer with the context's error instead.
 		if p := recover(); p != nil {
+			a.panicked, a.panicVal = true, p
 			if p != http.ErrAbortHandler {
 				m.o.Logger.Error("httpidem: handler panicked; the key is released",
 					"key", k.key, "tenant", k.tenant, "method", req.Method, "path", req.URL.Path,
@@ -237,26 +333,29 @@ func (m *Middleware) run(ctx context.Context, req *http.Request, next http.Handl
 			panic(p)
 		}
 	}()
+	a.ran = true
 	next.ServeHTTP(rec, req)
 	rec.finish()
 	if rec.streaming {
 		return nil, &unstored{status: rec.status, reason: "streamed to the client"}
 	}
 	resp := rec.result()
+	a.own = resp
 	switch {
 	case rec.noStore:
-		return nil, &unstored{resp: resp, status: resp.Status, reason: "the handler called NoStore"}
-	case routeMiss(resp.Status, req):
-		return nil, &unstored{resp: resp, status: resp.Status, reason: "no route matched"}
+		return nil, &unstored{status: resp.Status, reason: "the handler called NoStore"}
+	case m.o.RouteMiss(resp.Status, req):
+		return nil, &unstored{status: resp.Status, reason: "no route matched"}
 	case !m.o.StoreStatus(resp.Status):
-		return nil, &unstored{resp: resp, status: resp.Status, reason: "StoreStatus refuses it"}
+		return nil, &unstored{status: resp.Status, reason: "StoreStatus refuses it"}
 	case len(resp.Body) > m.o.MaxStoredBody:
 		m.o.Logger.Warn("httpidem: response body too large to store; the key is released, so a retry runs the handler again",
 			"key", k.key, "tenant", k.tenant, "method", req.Method, "path", req.URL.Path,
 			"status", resp.Status, "bytes", len(resp.Body), "limit", m.o.MaxStoredBody)
-		return nil, &unstored{resp: resp, status: resp.Status,
+		return nil, &unstored{status: resp.Status,
 			reason: fmt.Sprintf("body of %d bytes, over MaxStoredBody %d", len(resp.Body), m.o.MaxStoredBody)}
 	}
+	a.keep = true
 	return resp, nil
 }
 

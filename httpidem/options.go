@@ -35,27 +35,46 @@ type Options struct {
 
 	// Tenant returns the scope of a request's keys: take it from the
 	// authenticated principal (a user or account ID), never from a header
-	// the client picks. The same key in two tenants is two keys. With
-	// Tenant set, CredentialCookies and SharedScope are not used (setting
-	// them too is an error).
+	// the client picks. The same key in two tenants is two keys. Set it
+	// wherever the credentials a request carries change from one attempt
+	// to the next: signed requests (AWS SigV4, HTTP Digest, Hawk) and
+	// short-lived tokens would put each retry in a scope of its own. With
+	// Tenant set, CredentialHeaders, CredentialCookies and SharedScope are
+	// not used (setting them too is an error).
 	// Default: nil: keys are scoped by the request's credentials (see
-	// CredentialCookies).
+	// CredentialHeaders).
 	Tenant func(r *http.Request) string
 
+	// CredentialHeaders names the request headers that identify a caller.
+	// Without Tenant, a key's scope is a SHA-256 digest of the values of
+	// these headers and of CredentialCookies, so two callers never see
+	// each other's responses. (The scheme of an Authorization or
+	// Proxy-Authorization value is case-insensitive: "Bearer t" and
+	// "bearer t" are one caller.) A rotated token is a new scope: a retry
+	// sent with it runs again; APIs whose credentials change within a
+	// retry's lifetime should set Tenant instead.
+	//
+	// Name every header your callers authenticate with: a gateway's
+	// identity header (X-Consumer-ID, X-Forwarded-User, X-Client-Cert
+	// behind a TLS-terminating proxy), an API-key header of another name.
+	// Requests that carry none of the credentials share one anonymous
+	// scope, where any caller who sends a key gets the response stored for
+	// it; the middleware logs a warning the first time that happens.
+	// Setting it replaces the default: list Authorization too if callers
+	// send it.
+	// Default: Authorization and X-Api-Key.
+	CredentialHeaders []string
+
 	// CredentialCookies names the cookies that identify a caller (a session
-	// cookie). Without Tenant, a key's scope is a SHA-256 digest of the
-	// request's Authorization header and of these cookies, so two callers
-	// never see each other's responses. A rotated token or a new session
-	// is a new scope: a retry sent with it runs again. APIs whose tokens
-	// rotate within a retry's lifetime should set Tenant instead. Requests
-	// with none of these credentials share one anonymous scope.
-	// Default: none: only Authorization.
+	// cookie); they are digested into the scope with CredentialHeaders.
+	// Default: none.
 	CredentialCookies []string
 
 	// SharedScope puts every request in one scope: anyone who sends a key
 	// gets the response stored for it. Use it only where requests carry no
-	// credentials, or where keys are unguessable and responses hold nothing
-	// private to a caller.
+	// credentials (a public webhook receiver), or where keys are
+	// unguessable and responses hold nothing private to a caller. It also
+	// silences the warning about requests without credentials.
 	// Default: false: keys are scoped per caller (Tenant, or credentials).
 	SharedScope bool
 
@@ -68,7 +87,10 @@ type Options struct {
 	// Settle is how long a request waits for a request with the same key
 	// that is in flight; it gets that request's response, marked as a
 	// replay. It never waits past its own request's context. Past Settle it
-	// is answered 409 with Retry-After.
+	// is answered 409 with Retry-After. Keep it under the server's
+	// http.Server.WriteTimeout, which runs from the end of the request's
+	// headers: an answer written after it is lost, and the client sees the
+	// connection close instead of the 409.
 	// Default: 10s: long enough for a retrying client that timed out to get
 	// the first attempt's response, short enough to answer before the usual
 	// proxy and gateway timeouts (30s to 60s) give up on the retry.
@@ -104,12 +126,22 @@ type Options struct {
 
 	// StoreStatus says which response statuses are stored and replayed;
 	// the key of any other response is released, so a retry runs the
-	// handler again. Whatever it says, a route miss (see the package
-	// documentation), a streamed response and one marked with [NoStore]
-	// are not stored.
+	// handler again. Whatever it says, a route miss (see RouteMiss), a
+	// streamed response and one marked with [NoStore] are not stored.
 	// Default: [DefaultStoreStatus]: 2xx, 3xx and 4xx outcomes, without
-	// the statuses a retry can change (5xx, 429, 401, ...).
+	// the statuses a retry can change (5xx, 429, 401, 422, ...).
 	StoreStatus func(status int) bool
+
+	// RouteMiss reports whether a response is a router's own answer to a
+	// request that matched no route (a mistyped path, a wrong method),
+	// which is never stored: the corrected request with the same key must
+	// run. status is the response's status, r the request the handler got,
+	// after it returned (routers set r.Pattern on it). See [DefaultRouteMiss]
+	// for the router shapes the default recognises, and docs/http.md for
+	// the others.
+	// Default: [DefaultRouteMiss]: a 404 or 405 whose request has no
+	// Pattern.
+	RouteMiss func(status int, r *http.Request) bool
 
 	// Fingerprint replaces the default fingerprint: what tells two requests
 	// with one key apart (a request with a used key and another fingerprint
@@ -143,8 +175,11 @@ type Options struct {
 	// Default: WriteProblem (application/problem+json).
 	OnError func(w http.ResponseWriter, r *http.Request, status int, err error)
 
-	// Logger receives handler panics (with their stack) at error level and
-	// responses too large to store at warn level.
+	// Logger receives, at error level, panics of the handler and of
+	// Tenant and Fingerprint (with their stack), and at warn level:
+	// responses too large to store, responses sent whose storing did not
+	// finish, scopes that make a key invalid, and (once) a keyed request
+	// without credentials in the anonymous scope.
 	// Default: slog.Default(). Pass slog.New(slog.DiscardHandler) to drop
 	// them.
 	Logger *slog.Logger
@@ -203,8 +238,19 @@ func (o Options) validateChoices() error {
 		return invalid("Tenant and SharedScope are both set; set one of them")
 	case len(o.CredentialCookies) > 0 && (o.Tenant != nil || o.SharedScope):
 		return invalid("CredentialCookies is set, but so is Tenant or SharedScope, which do not use credentials")
+	case len(o.CredentialHeaders) > 0 && (o.Tenant != nil || o.SharedScope):
+		return invalid("CredentialHeaders is set, but so is Tenant or SharedScope, which do not use credentials")
 	case o.Fingerprint != nil && len(o.FingerprintHeaders) > 0:
 		return invalid("FingerprintHeaders is set, but Fingerprint replaces the default fingerprint it adds to")
+	}
+	for _, h := range o.CredentialHeaders {
+		switch {
+		case !isToken(h):
+			return invalid("CredentialHeaders holds %q, which is not a header name", h)
+		case http.CanonicalHeaderKey(h) == "Cookie":
+			// Every cookie would count, a theme or a tracking ID included.
+			return invalid("CredentialHeaders holds %q; name the session cookie in CredentialCookies instead", h)
+		}
 	}
 	for _, c := range o.CredentialCookies {
 		if !isToken(c) {
@@ -279,6 +325,9 @@ func (o Options) withDefaults() Options {
 	if o.StoreStatus == nil {
 		o.StoreStatus = DefaultStoreStatus
 	}
+	if o.RouteMiss == nil {
+		o.RouteMiss = DefaultRouteMiss
+	}
 	if o.DocsURL == "" {
 		o.DocsURL = DefaultDocsURL
 	}
@@ -288,11 +337,23 @@ func (o Options) withDefaults() Options {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	// A copy: the caller's slice stays theirs.
-	headers := make([]string, len(o.FingerprintHeaders))
-	for i, h := range o.FingerprintHeaders {
-		headers[i] = http.CanonicalHeaderKey(h)
+	o.FingerprintHeaders = canonical(o.FingerprintHeaders)
+	if len(o.CredentialHeaders) == 0 {
+		o.CredentialHeaders = defaultCredentialHeaders
 	}
-	o.FingerprintHeaders = headers
+	o.CredentialHeaders = canonical(o.CredentialHeaders)
 	return o
+}
+
+// defaultCredentialHeaders is the default Options.CredentialHeaders.
+var defaultCredentialHeaders = []string{"Authorization", "X-Api-Key"}
+
+// canonical returns a copy of names in canonical header form (the
+// caller's slice stays theirs).
+func canonical(names []string) []string {
+	out := make([]string, len(names))
+	for i, h := range names {
+		out[i] = http.CanonicalHeaderKey(h)
+	}
+	return out
 }

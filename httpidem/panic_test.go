@@ -128,3 +128,31 @@ func TestPanicAfterClientLeftIsLogged(t *testing.T) {
 		t.Fatalf("the panic was not logged:\n%q", out)
 	}
 }
+
+// A panicking Options.Tenant or Options.Fingerprint: the request is
+// answered 500 (not a dropped connection), nothing runs, and the panic is
+// logged through Options.Logger with its stack.
+func TestOptionFunctionPanicIs500(t *testing.T) {
+	for name, o := range map[string]httpidem.Options{
+		"Tenant": {Tenant: func(*http.Request) string { panic("no principal in the context") }},
+		"Fingerprint": {Fingerprint: func(*http.Request, []byte) ([]byte, error) {
+			panic("no principal in the context")
+		}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var logs logBuffer
+			o.Logger = logs.logger()
+			p := newPayments()
+			srv, _ := serve(t, o, p)
+			expectProblem(t, "panic", post(t, srv, "k", "x"), http.StatusInternalServerError)
+			out := logs.String()
+			if !strings.Contains(out, "level=ERROR") || !strings.Contains(out, "Options."+name+" panicked") ||
+				!strings.Contains(out, "no principal in the context") || !strings.Contains(out, "panic_test.go") {
+				t.Fatalf("the panic was not logged with its stack:\n%s", out)
+			}
+			if p.runs.Load() != 0 {
+				t.Fatalf("%d runs, want 0", p.runs.Load())
+			}
+		})
+	}
+}

@@ -8,7 +8,7 @@ import "net/http"
 // so that the next attempt runs.
 
 // DefaultStoreStatus is the default Options.StoreStatus. It stores 2xx,
-// 3xx and 4xx outcomes (201 created, 402 declined, 409 or 422 refused by
+// 3xx and 4xx outcomes (201 created, 402 declined, 409 or 410 refused by
 // the business rules) and refuses the statuses that say the operation did
 // not settle, so that a retry with the same key runs:
 //
@@ -18,15 +18,22 @@ import "net/http"
 //   - 400, 411, 413, 414, 415, 417, 431: the request was malformed or
 //     framed wrongly; the corrected request must run, not get 422 or the
 //     old answer;
+//   - 422: most often a validation error (many frameworks answer invalid
+//     input with 422), which the corrected request, with another body,
+//     would get as the middleware's own 422 (key reused); a refusal has no
+//     side effect, so running the same request again is harmless;
+//   - 406, 412, 428: the answer turns on a request header the fingerprint
+//     does not cover (Accept, If-Match, If-None-Match); the retry with
+//     the header fixed must run, not get the old answer;
 //   - 401, 403: the credentials were missing, stale or short of a
 //     permission that can be granted;
 //   - 404, 405: the route or resource is not there (yet);
 //   - 408, 421, 425, 429: timing and routing of this attempt (timed out,
 //     wrong server, too early, rate limited), not the operation.
 //
-// Wrap it to change one entry:
+// Wrap it to change one entry (a 422 that is a business outcome, here):
 //
-//	StoreStatus: func(s int) bool { return s == http.StatusNotFound || httpidem.DefaultStoreStatus(s) }
+//	StoreStatus: func(s int) bool { return s == http.StatusUnprocessableEntity || httpidem.DefaultStoreStatus(s) }
 func DefaultStoreStatus(status int) bool {
 	if status < 200 || status >= 500 {
 		return false
@@ -35,7 +42,8 @@ func DefaultStoreStatus(status int) bool {
 	case http.StatusTemporaryRedirect, http.StatusPermanentRedirect,
 		http.StatusBadRequest, http.StatusLengthRequired, http.StatusRequestEntityTooLarge,
 		http.StatusRequestURITooLong, http.StatusUnsupportedMediaType, http.StatusExpectationFailed,
-		http.StatusRequestHeaderFieldsTooLarge,
+		http.StatusRequestHeaderFieldsTooLarge, http.StatusUnprocessableEntity,
+		http.StatusNotAcceptable, http.StatusPreconditionFailed, http.StatusPreconditionRequired,
 		http.StatusUnauthorized, http.StatusForbidden,
 		http.StatusNotFound, http.StatusMethodNotAllowed,
 		http.StatusRequestTimeout, http.StatusMisdirectedRequest, http.StatusTooEarly, http.StatusTooManyRequests:
@@ -73,11 +81,36 @@ func NoStore(w http.ResponseWriter) bool {
 	return false
 }
 
-// routeMiss reports whether a response is a router's own 404 or 405 for a
-// request it matched no route for: net/http's ServeMux (Go 1.22 and later)
-// and chi set Request.Pattern on the request they route when a route
-// matches, and a ServeMux clears it on a miss. req is the request the
-// handler got, after it returned.
-func routeMiss(status int, req *http.Request) bool {
-	return (status == http.StatusNotFound || status == http.StatusMethodNotAllowed) && req.Pattern == ""
+// DefaultRouteMiss is the default Options.RouteMiss: a 404 or 405 whose
+// request has no Pattern is a router's answer to a request it matched no
+// route for. net/http's ServeMux (Go 1.22 and later) and chi set
+// Request.Pattern on the request they route when a route matches, and a
+// ServeMux clears it on a miss. r is the request the handler got, after it
+// returned.
+//
+// It tells a miss from a handler's own 404 or 405 in these shapes:
+//
+//   - the middleware per route, mux.Handle("POST /payments", mw.Handler(h)):
+//     misses never reach it; a handler's 404 has its route's Pattern;
+//   - around a whole ServeMux, mw.Handler(mux), also one mounted under a
+//     route of another mux, or inside http.StripPrefix:
+//     http.StripPrefix("/api", mw.Handler(mux));
+//   - in chi's Use, on a router that serves the request itself (not under a
+//     route of another router).
+//
+// In other shapes it errs one way or the other; set Options.RouteMiss, or
+// mark misses with [NoStore] in the router's not-found handlers:
+//
+//   - no router, or one that does not set Pattern (gorilla/mux,
+//     httprouter), and chi wrapped from outside, mw.Handler(chiRouter):
+//     every 404 and 405 counts as a miss, so a handler's own is never
+//     stored, whatever StoreStatus says;
+//   - chi's Use on a router mounted under a ServeMux route, and
+//     http.StripPrefix (or any handler that routes a copy of the request)
+//     between the middleware and a ServeMux, and a miss inside a chi
+//     sub-router (Mount, Route): the request keeps the outer Pattern, so a
+//     miss counts as the handler's answer and StoreStatus decides (the
+//     default stores no 404 or 405).
+func DefaultRouteMiss(status int, r *http.Request) bool {
+	return (status == http.StatusNotFound || status == http.StatusMethodNotAllowed) && r.Pattern == ""
 }

@@ -82,10 +82,10 @@ func TestUnauthorizedIsNotStored(t *testing.T) {
 func TestDefaultPolicyOverHTTP(t *testing.T) {
 	notStored := []int{
 		http.StatusTemporaryRedirect, http.StatusPermanentRedirect,
-		400, 401, 403, 404, 405, 408, 411, 413, 414, 415, 417, 421, 425, 429, 431,
+		400, 401, 403, 404, 405, 406, 408, 411, 412, 413, 414, 415, 417, 421, 422, 425, 428, 429, 431,
 		500, 502, 503, 504,
 	}
-	stored := []int{200, 201, 202, 204, 303, 402, 409, 410, 412, 422}
+	stored := []int{200, 201, 202, 204, 303, 402, 409, 410}
 	// Answers each status once (without Location, so that the client
 	// follows no redirect), then 201.
 	next := make(chan int, 1)
@@ -129,6 +129,47 @@ func TestDefaultPolicyOverHTTP(t *testing.T) {
 			t.Errorf("DefaultStoreStatus(%d) = true", s)
 		}
 	}
+}
+
+// Answers that turn on a request header the fingerprint does not cover
+// (412 for a stale If-Match, 428 for none, 406 for an Accept it cannot
+// meet) and validation errors answered with 422 are not stored: the retry
+// with the header or the body fixed runs, instead of getting the old
+// answer, or the middleware's 422 (key reused) for the corrected body. A
+// service whose 422 is a business outcome stores it by wrapping the
+// default.
+func TestPreconditionAndValidationAnswersAreNotStored(t *testing.T) {
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		switch {
+		case r.Header.Get("If-Match") == "":
+			w.WriteHeader(http.StatusPreconditionRequired)
+		case r.Header.Get("If-Match") != `"v2"`:
+			w.WriteHeader(http.StatusPreconditionFailed)
+		case r.Header.Get("Accept") != "application/json":
+			w.WriteHeader(http.StatusNotAcceptable)
+		case string(body) != `{"amount":10}`:
+			w.WriteHeader(http.StatusUnprocessableEntity)
+			io.WriteString(w, `{"errors":{"amount":"must be a number"}}`)
+		default:
+			w.WriteHeader(http.StatusOK)
+			io.WriteString(w, "updated")
+		}
+	})
+	srv, _ := serve(t, httpidem.Options{}, h)
+	json := []string{"Accept", "application/json"}
+	expect(t, "no If-Match", post(t, srv, "k", `{"amount":10}`), http.StatusPreconditionRequired, false, "")
+	expect(t, "stale If-Match", post(t, srv, "k", `{"amount":10}`, append(json, "If-Match", `"v1"`)...), http.StatusPreconditionFailed, false, "")
+	expect(t, "no Accept", post(t, srv, "k", `{"amount":10}`, "If-Match", `"v2"`), http.StatusNotAcceptable, false, "")
+	expect(t, "invalid body", post(t, srv, "k", `{"amount":"ten"}`, append(json, "If-Match", `"v2"`)...), http.StatusUnprocessableEntity, false, "")
+	expect(t, "corrected", post(t, srv, "k", `{"amount":10}`, append(json, "If-Match", `"v2"`)...), http.StatusOK, false, "updated")
+
+	business, _ := serve(t, httpidem.Options{StoreStatus: func(s int) bool {
+		return s == http.StatusUnprocessableEntity || httpidem.DefaultStoreStatus(s)
+	}}, h)
+	first := post(t, business, "k", `{"amount":"ten"}`, append(json, "If-Match", `"v2"`)...)
+	expect(t, "a business 422", first, http.StatusUnprocessableEntity, false, "")
+	expect(t, "stored", post(t, business, "k", `{"amount":"ten"}`, append(json, "If-Match", `"v2"`)...), http.StatusUnprocessableEntity, true, first.body)
 }
 
 // net/http's ServeMux answers a POST to /payments, when it has only

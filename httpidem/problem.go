@@ -26,6 +26,7 @@ const (
 	ProblemMalformedKey = "malformed-key"
 	// ProblemInvalidScope (400): the key, within the caller's tenant, is
 	// not a valid idem key (the tenant is over 1 KiB or holds a NUL byte).
+	// The detail is fixed: the tenant is logged, not shown.
 	ProblemInvalidScope = "invalid-scope"
 	// ProblemBodyTooLarge (413): the body is over Options.MaxRequestBody.
 	ProblemBodyTooLarge = "body-too-large"
@@ -42,10 +43,12 @@ const (
 	// Options.Fingerprint).
 	ProblemKeyReused = "key-reused"
 	// ProblemUnavailable (503): the runtime is closed, overloaded, or its
-	// store is down. The response has Retry-After.
+	// store is down, or the request's context ended before it ran; its
+	// handler did not run. The response has Retry-After.
 	ProblemUnavailable = "unavailable"
-	// ProblemRequestFailed (500): the handler panicked, or its run lost
-	// the key; nothing was stored, so a retry is safe.
+	// ProblemRequestFailed (500): the handler (or Options.Tenant or
+	// Fingerprint) panicked, or its run lost the key; nothing was stored,
+	// so a retry is safe.
 	ProblemRequestFailed = "request-failed"
 )
 
@@ -58,12 +61,13 @@ type kind struct {
 var (
 	kindMissingKey   = &kind{ProblemMissingKey, "Idempotency-Key is missing", ""}
 	kindMalformedKey = &kind{ProblemMalformedKey, "Idempotency-Key is malformed", ""}
-	kindInvalidScope = &kind{ProblemInvalidScope, "Idempotency-Key cannot be scoped to this caller", ""}
+	kindInvalidScope = &kind{ProblemInvalidScope, "Idempotency-Key cannot be scoped to this caller",
+		"The service could not scope this key to the caller; the service logged why. Retrying does not help."}
 	kindBodyTooLarge = &kind{ProblemBodyTooLarge, "Request body is too large", ""}
 	kindBodyRead     = &kind{ProblemBodyUnreadable, "Request body could not be read", ""}
 	kindFingerprint  = &kind{ProblemFingerprintFailed, "Request could not be fingerprinted", ""}
 	kindInProgress   = &kind{ProblemInProgress, "A request with this Idempotency-Key is in progress",
-		"The first request with this key is still running. Retry the same request with the same key after Retry-After seconds to get its response."}
+		"The first request with this key is still running. Retry the same request with the same key after Retry-After seconds: you get its response once it is stored, or your request runs if that response is not kept (a streamed response never is)."}
 	kindKeyReused = &kind{ProblemKeyReused, "Idempotency-Key was used with a different request",
 		"This key was first used with another request (method, path, query or body). Use a new key for a new request."}
 	kindUnavailable = &kind{ProblemUnavailable, "Service temporarily unavailable",
@@ -129,8 +133,8 @@ type docsKey struct{}
 //   - title: what went wrong, specific to the problem ("Idempotency-Key is
 //     missing").
 //   - detail: for client errors (4xx), err's message, which says what to
-//     fix; for 409, 422 and server errors, a fixed text that says what to
-//     do and leaks nothing internal.
+//     fix; for 409, 422, an invalid scope and server errors, a fixed text
+//     that says what to do and leaks nothing internal.
 //
 // 409 and 503 answers have Retry-After: 1 unless the header is set. An
 // error the middleware does not produce gets the type "about:blank" and the

@@ -1,6 +1,7 @@
 package httpidem_test
 
 import (
+	"bufio"
 	"encoding/json"
 	"errors"
 	"io"
@@ -136,4 +137,53 @@ func TestProblemStatusNames(t *testing.T) {
 			t.Errorf("%d: %d %+v Link %q; want about:blank titled %q", status, w.Code, p, w.Header().Get("Link"), title)
 		}
 	}
+}
+
+// A Tenant that makes the key invalid is the service's problem: the 400's
+// detail is fixed, and shows neither the tenant nor the internal key, which
+// are logged instead. Nor does the error a custom OnError is given.
+func TestInvalidScopeDetailHidesTenant(t *testing.T) {
+	var logs logBuffer
+	tenant := func(*http.Request) string { return "internal-acct-7731:" + strings.Repeat("x", 1100) }
+	srv, _ := serve(t, httpidem.Options{Logger: logs.logger(), Tenant: tenant}, newPayments())
+	r := post(t, srv, "k", "x")
+	expectType(t, "invalid scope", r, 400, httpidem.DefaultDocsURL, httpidem.ProblemInvalidScope, "Idempotency-Key cannot be scoped to this caller")
+	if out := logs.String(); !strings.Contains(out, "level=WARN") || !strings.Contains(out, "internal-acct-7731") {
+		t.Fatalf("the tenant was not logged:\n%s", out)
+	}
+	verbatim := func(w http.ResponseWriter, r *http.Request, status int, err error) {
+		http.Error(w, err.Error(), status)
+	}
+	custom, _ := serve(t, httpidem.Options{Tenant: tenant, OnError: verbatim}, newPayments())
+	for what, r := range map[string]reply{"WriteProblem": r, "custom OnError": post(t, custom, "k", "x")} {
+		if r.status != http.StatusBadRequest || strings.Contains(r.body, "internal-acct-7731") || strings.Contains(r.body, "ff:idemp") {
+			t.Fatalf("%s: %d shows the tenant or the internal key: %s", what, r.status, r.body)
+		}
+	}
+}
+
+// The 409 of a request whose key is in flight promises the first response
+// only if it is stored: a streamed one never is, and the retry then runs.
+func TestInProgressDetailDoesNotPromiseAStream(t *testing.T) {
+	rt := idemtest.Runtime(t, idem.Options{})
+	s := newStreamer("text/event-stream", flushes["http.Flusher"])
+	srv, _ := serve(t, httpidem.Options{Runtime: rt, FailFast: true}, s)
+	defer func() { // let the runs end, should the test fail before it does
+		s.release <- struct{}{}
+		s.release <- struct{}{}
+	}()
+	body := bufio.NewReader(open(t, srv, "k").Body)
+	event(t, body)
+	r := call(t, srv, http.MethodPost, "/events", "k", "subscribe")
+	expectProblem(t, "in flight", r, http.StatusConflict)
+	var p problemDoc
+	_ = json.Unmarshal([]byte(r.body), &p)
+	if !strings.Contains(p.Detail, "once it is stored") || !strings.Contains(p.Detail, "streamed response never is") {
+		t.Fatalf("detail %q", p.Detail)
+	}
+	s.release <- struct{}{}
+	event(t, body)
+	s.release <- struct{}{} // for the retry's run
+	expect(t, "retry runs its own stream", call(t, srv, http.MethodPost, "/events", "k", "subscribe"), http.StatusOK, false,
+		"data: one (run 2)\n\ndata: two (run 2)\n\n")
 }

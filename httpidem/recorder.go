@@ -25,7 +25,9 @@ import (
 //
 // Like net/http, it takes the headers as they are at the first WriteHeader
 // (or Write); later changes to Header() are ignored. 1xx informational
-// responses are dropped.
+// responses are dropped. Besides Write, it has WriteString and ReadFrom
+// (io.WriteString and io.Copy use them), and the methods
+// http.ResponseController looks for (see FlushError).
 type recorder struct {
 	real      http.ResponseWriter // the owner's writer
 	base      http.Header         // what outer middleware had set before the handler ran
@@ -83,6 +85,19 @@ func (r *recorder) WriteString(s string) (int, error) {
 		return io.WriteString(r.real, s)
 	}
 	return r.body.WriteString(s)
+}
+
+// ReadFrom lets io.Copy hand the copy to the writer: a buffered response
+// reads src into its buffer, a streaming one copies it to the real writer,
+// whose own ReadFrom (sendfile on a file, over plain TCP) is used.
+func (r *recorder) ReadFrom(src io.Reader) (int64, error) {
+	if r.status == 0 {
+		r.WriteHeader(http.StatusOK)
+	}
+	if r.streaming {
+		return io.Copy(r.real, src)
+	}
+	return r.body.ReadFrom(src)
 }
 
 // Flush starts streaming the response (see recorder) and flushes it to
@@ -161,12 +176,18 @@ func (r *recorder) finish() {
 // result returns the recorded response of a finished recorder that did not
 // stream.
 func (r *recorder) result() *response {
-	// Keep what the handler changed; what outer middleware set belongs to
-	// each request (a replay gets its own request's).
-	h := http.Header{}
+	// Keep what the handler did; what outer middleware set belongs to each
+	// request (a replay gets its own request's).
+	h, add := http.Header{}, http.Header{}
 	for k, vs := range r.sent {
-		if !slices.Equal(vs, r.base[k]) {
-			h[k] = vs
+		base := r.base[k]
+		switch {
+		case slices.Equal(vs, base):
+			// Left as outer middleware set it.
+		case len(vs) > len(base) && slices.Equal(vs[:len(base)], base):
+			add[k] = vs[len(base):] // added to (or set, where there was none)
+		default:
+			h[k] = vs // replaced
 		}
 	}
 	for k := range r.base {
@@ -176,9 +197,14 @@ func (r *recorder) result() *response {
 	}
 	for _, k := range unkept {
 		h.Del(k)
+		add.Del(k)
 	}
+	return &response{Status: r.status, Header: nilIfEmpty(h), Append: nilIfEmpty(add), Body: r.body.Bytes()}
+}
+
+func nilIfEmpty(h http.Header) http.Header {
 	if len(h) == 0 {
-		h = nil
+		return nil
 	}
-	return &response{Status: r.status, Header: h, Body: r.body.Bytes()}
+	return h
 }

@@ -4,17 +4,26 @@ import (
 	"bytes"
 	"encoding/gob"
 	"net/http"
+	"slices"
 )
 
 // response is what is stored for a key: the first response's status, the
-// headers its handler set (an empty list: a header it removed), and its
-// body. It is encoded with gob, which keeps header bytes that are not UTF-8.
-// In this process the value may be shared between callers: it is read-only
-// once stored.
+// headers its handler set, and its body. It is encoded with gob, which
+// keeps header bytes that are not UTF-8, and decodes a record written
+// before a field was added (Append, nil then).
+//
+// The headers are what the handler did to the headers outer middleware had
+// set, which belong to each request: Append holds the values it added
+// after them (or to a header they did not have), which a replay adds to
+// its own request's; Header holds the headers whose outer values it
+// replaced (and, as an empty list, those it removed), which a replay
+// replaces. In this process the value may be shared between callers: it
+// is read-only once stored.
 type response struct {
 	Status int
 	Header http.Header
 	Body   []byte
+	Append http.Header
 }
 
 // gobCodec is the idem codec of stored responses.
@@ -38,7 +47,9 @@ var unkept = []string{
 	"Upgrade", "Te", "Trailer", HeaderReplayed, HeaderKey,
 }
 
-// write sends resp to w, marked as a replay or not.
+// write sends resp to w, marked as a replay or not: on top of the headers
+// w has (those outer middleware set for this request), it replaces or
+// removes those the handler replaced or removed, and adds those it added.
 func (resp *response) write(w http.ResponseWriter, replayed bool) {
 	h := w.Header()
 	for k, vs := range resp.Header {
@@ -46,7 +57,11 @@ func (resp *response) write(w http.ResponseWriter, replayed bool) {
 			delete(h, k)
 			continue
 		}
-		h[k] = append([]string(nil), vs...)
+		h[k] = slices.Clone(vs)
+	}
+	for k, vs := range resp.Append {
+		// A new slice: the old one may be outer middleware's.
+		h[k] = slices.Concat(h[k], vs)
 	}
 	if replayed {
 		h.Set(HeaderReplayed, "true")

@@ -1,11 +1,13 @@
 package httpidem_test
 
 import (
+	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -21,14 +23,17 @@ import (
 // for it by default, and any 409 says when to come back.
 
 // The issue's case, with a real go-retryablehttp client and its default
-// retry policy: the handler outlasts the client's per-attempt timeout; the
-// client gives up on the first attempt and retries while the handler still
-// runs; the retry waits and gets the first attempt's response. The handler
-// is held until the server has seen the retry waiting, so the retry lands
-// mid-run whatever the machine's speed.
+// retry policy: the handler outlasts the client's first attempt, which
+// times out; the client retries while the handler still runs; the retry
+// waits and gets the first attempt's response. The handler is held until
+// the server has seen the retry waiting, so the retry lands mid-run
+// whatever the machine's speed. The server sees two attempts: the first
+// ran the handler (Executed), the second was answered with its response
+// by waiting for it (Joined), marked as a replay.
 func TestRetryingClientGetsFirstResult(t *testing.T) {
-	rt := idemtest.Runtime(t, idem.Options{})
-	mw := newMiddleware(t, httpidem.Options{Runtime: rt, Logger: slog.New(slog.DiscardHandler)}) // default Settle
+	var outcomes outcomeLog
+	rt := idemtest.Runtime(t, idem.Options{Observer: &outcomes})
+	mw := newMiddleware(t, httpidem.Options{Runtime: rt}) // default Settle
 	release := make(chan struct{})
 	var runs atomic.Int32
 	payments := mw.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -47,11 +52,11 @@ func TestRetryingClientGetsFirstResult(t *testing.T) {
 
 	client := retryablehttp.NewClient() // CheckRetry: retryablehttp.DefaultRetryPolicy
 	client.Logger = nil
-	// A per-attempt timeout the held handler always outlasts; retries soon
-	// after it, and enough of them that a retry too slow to be answered
-	// within its own timeout is followed by another.
-	client.HTTPClient = &http.Client{Transport: srv.Client().Transport, Timeout: time.Second}
-	client.RetryWaitMin, client.RetryWaitMax, client.RetryMax = 10*time.Millisecond, 10*time.Millisecond, 10
+	// The first attempt times out (the held handler always outlasts it);
+	// the retry's timeout is long enough for any machine.
+	client.HTTPClient = &http.Client{Transport: &attemptTimeouts{
+		base: srv.Client().Transport, first: 200 * time.Millisecond, later: idemtest.Timeout}}
+	client.RetryWaitMin, client.RetryWaitMax, client.RetryMax = 10*time.Millisecond, 10*time.Millisecond, 4
 	req, err := retryablehttp.NewRequest(http.MethodPost, srv.URL+"/payments", []byte(`{"amount":42}`))
 	if err != nil {
 		t.Fatal(err)
@@ -70,8 +75,8 @@ func TestRetryingClientGetsFirstResult(t *testing.T) {
 			replayed: resp.Header.Get(httpidem.HeaderReplayed) == "true", err: err}
 	}()
 
-	idemtest.Eventually(t, "a retry waiting for the first attempt", func() bool {
-		return attempts.Load() >= 2 && rt.Stats().Waiters == 1
+	idemtest.Eventually(t, "the retry waiting for the first attempt", func() bool {
+		return attempts.Load() == 2 && rt.Stats().Waiters == 1
 	})
 	if runs.Load() != 1 {
 		t.Fatalf("%d runs while the first attempt runs, want 1", runs.Load())
@@ -82,9 +87,64 @@ func TestRetryingClientGetsFirstResult(t *testing.T) {
 	if k := got.header.Get(httpidem.HeaderKey); k != `"5f0c6a1e-7e0a-4d0c-9a55-7b6b0c1c2f11"` {
 		t.Fatalf("Idempotency-Key %q on the answer", k)
 	}
-	if runs.Load() != 1 {
-		t.Fatalf("%d runs, want 1", runs.Load())
+	idemtest.Eventually(t, "both attempts' calls ended", func() bool { return len(outcomes.get()) == 2 })
+	if n, o := attempts.Load(), outcomes.get(); runs.Load() != 1 || n != 2 || !slices.Contains(o, idem.Executed) || !slices.Contains(o, idem.Joined) {
+		t.Fatalf("%d runs, %d attempts, outcomes %v; want 1 run, 2 attempts, one executed and one joined", runs.Load(), n, o)
 	}
+}
+
+// attemptTimeouts is a transport that gives a client's first request the
+// timeout first, and every later one the timeout later.
+type attemptTimeouts struct {
+	base         http.RoundTripper
+	first, later time.Duration
+	n            atomic.Int32
+}
+
+func (a *attemptTimeouts) RoundTrip(req *http.Request) (*http.Response, error) {
+	timeout := a.later
+	if a.n.Add(1) == 1 {
+		timeout = a.first
+	}
+	ctx, cancel := context.WithTimeout(req.Context(), timeout)
+	resp, err := a.base.RoundTrip(req.WithContext(ctx))
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	resp.Body = cancelOnClose{resp.Body, cancel}
+	return resp, nil
+}
+
+type cancelOnClose struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (c cancelOnClose) Close() error {
+	err := c.ReadCloser.Close()
+	c.cancel()
+	return err
+}
+
+// outcomeLog is an idem.Observer that keeps the outcome of every call.
+type outcomeLog struct {
+	mu       sync.Mutex
+	outcomes []idem.Outcome
+}
+
+func (l *outcomeLog) OnCall(ev idem.CallEvent) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.outcomes = append(l.outcomes, ev.Outcome)
+}
+
+func (l *outcomeLog) OnStoreBatch(idem.StoreBatchEvent) {}
+
+func (l *outcomeLog) get() []idem.Outcome {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.outcomes)
 }
 
 // Every 409 carries Retry-After (one second): with FailFast, once Settle is

@@ -153,3 +153,117 @@ func TestChiWrappedFromOutsideNeverStores404(t *testing.T) {
 		t.Fatalf("%d runs, want 3", p.runs.Load())
 	}
 }
+
+// The shapes DefaultRouteMiss documents beyond the ones above, with a
+// policy that stores 404 and 405: for each, whether a mistyped path's miss
+// is recognised (the corrected request with the key runs) and whether a
+// handler's own 404 is stored.
+func TestDefaultRouteMissShapes(t *testing.T) {
+	for _, shape := range []struct {
+		name string
+		// build returns the server's handler, with p behind the middleware
+		// on POST /api/payments and POST /api/orders/{id}/cancel.
+		build          func(mw func(http.Handler) http.Handler, p http.Handler) http.Handler
+		missSeen       bool // a miss is recognised, not stored
+		handler404Kept bool // a handler's 404 is stored
+	}{
+		{"inside StripPrefix under a ServeMux route", func(mw func(http.Handler) http.Handler, p http.Handler) http.Handler {
+			outer := http.NewServeMux()
+			outer.Handle("/api/", http.StripPrefix("/api", mw(innerMux(p))))
+			return outer
+		}, true, true},
+		{"StripPrefix between the middleware and the mux", func(mw func(http.Handler) http.Handler, p http.Handler) http.Handler {
+			outer := http.NewServeMux()
+			outer.Handle("/api/", mw(http.StripPrefix("/api", innerMux(p))))
+			return outer
+		}, false, true},
+		{"chi's Use, chi under a ServeMux route", func(mw func(http.Handler) http.Handler, p http.Handler) http.Handler {
+			outer := http.NewServeMux()
+			outer.Handle("/api/", chiRouter(mw, p))
+			return outer
+		}, false, true},
+		{"no router", noRouter, true, false},
+	} {
+		t.Run(shape.name, func(t *testing.T) {
+			checkRouteMiss(t, httpidem.Options{StoreStatus: storeAll}, shape.build, shape.missSeen, shape.handler404Kept)
+		})
+	}
+}
+
+// Options.RouteMiss covers the shapes the default gets wrong: without a
+// router, a handler's 404 is its own answer; chi under a ServeMux route
+// tells a miss by its route context.
+func TestRouteMissHook(t *testing.T) {
+	t.Run("no router", func(t *testing.T) {
+		// Every 404 is the handler's own answer: its 404 for an unknown
+		// path too, which is stored (the corrected request is a 422).
+		never := func(int, *http.Request) bool { return false }
+		checkRouteMiss(t, httpidem.Options{StoreStatus: storeAll, RouteMiss: never}, noRouter, false, true)
+	})
+	t.Run("chi's Use, chi under a ServeMux route", func(t *testing.T) {
+		chiMiss := func(status int, r *http.Request) bool {
+			rctx := chi.RouteContext(r.Context())
+			return (status == http.StatusNotFound || status == http.StatusMethodNotAllowed) &&
+				(rctx == nil || rctx.RoutePattern() == "")
+		}
+		checkRouteMiss(t, httpidem.Options{StoreStatus: storeAll, RouteMiss: chiMiss},
+			func(mw func(http.Handler) http.Handler, p http.Handler) http.Handler {
+				outer := http.NewServeMux()
+				outer.Handle("/api/", chiRouter(mw, p))
+				return outer
+			}, true, true)
+	})
+}
+
+// noRouter is mw around a handler that routes by itself, without a
+// router: it answers 404 for a path it does not serve.
+func noRouter(mw func(http.Handler) http.Handler, p http.Handler) http.Handler {
+	return mw(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/api/payments" && r.URL.Path != "/api/orders/9/cancel" {
+			http.NotFound(w, r)
+			return
+		}
+		p.ServeHTTP(w, r)
+	}))
+}
+
+// innerMux routes POST /payments and POST /orders/{id}/cancel to p.
+func innerMux(p http.Handler) *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.Handle("POST /payments", p)
+	mux.Handle("POST /orders/{id}/cancel", p)
+	return mux
+}
+
+// chiRouter is a chi router with mw in its Use, routing POST
+// /api/payments and POST /api/orders/{id}/cancel to p.
+func chiRouter(mw func(http.Handler) http.Handler, p http.Handler) chi.Router {
+	r := chi.NewRouter()
+	r.Use(mw)
+	r.Method(http.MethodPost, "/api/payments", p)
+	r.Method(http.MethodPost, "/api/orders/{id}/cancel", p)
+	return r
+}
+
+// checkRouteMiss serves build's handler and checks, on a mistyped path
+// then the corrected one with the same key, whether the miss was
+// recognised, and whether a handler's 404 is stored.
+func checkRouteMiss(t *testing.T, o httpidem.Options, build func(func(http.Handler) http.Handler, http.Handler) http.Handler, missSeen, handler404Kept bool) {
+	t.Helper()
+	mw := newMiddleware(t, o)
+	p := newPayments()
+	srv := httptest.NewServer(build(mw.Handler, p))
+	defer srv.Close()
+	expect(t, "mistyped path", call(t, srv, http.MethodPost, "/api/paymnts", "k", "x"), http.StatusNotFound, false, "")
+	corrected := call(t, srv, http.MethodPost, "/api/payments", "k", "x")
+	if seen := corrected.status == http.StatusCreated; seen != missSeen {
+		t.Fatalf("the corrected request got %d: miss recognised %v, want %v", corrected.status, seen, missSeen)
+	}
+	p.next(http.StatusNotFound)
+	gone := call(t, srv, http.MethodPost, "/api/orders/9/cancel", "k2", "x")
+	expect(t, "no such order", gone, http.StatusNotFound, false, "")
+	again := call(t, srv, http.MethodPost, "/api/orders/9/cancel", "k2", "x")
+	if kept := again.replayed && again.status == http.StatusNotFound; kept != handler404Kept {
+		t.Fatalf("the handler's 404 retried: %d replayed %v; stored %v, want %v", again.status, again.replayed, kept, handler404Kept)
+	}
+}

@@ -261,3 +261,43 @@ func TestWriteDeadlineAppliesToConnection(t *testing.T) {
 	}
 	expect(t, "retry", post(t, srv, "k", "x"), http.StatusCreated, true, "run 1")
 }
+
+// The writer the handler gets is an io.ReaderFrom, as net/http's is, so
+// io.Copy hands it the copy: into the buffer of a response that is stored,
+// straight to the client once it streams.
+func TestReaderFromPassesThrough(t *testing.T) {
+	var readerFrom atomic.Bool
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, ok := w.(io.ReaderFrom)
+		readerFrom.Store(ok)
+		if r.URL.Path == "/stream" {
+			w.Header().Set("Content-Type", "text/event-stream")
+		}
+		// A reader that is not a WriterTo, so that io.Copy asks the writer.
+		io.Copy(w, io.MultiReader(strings.NewReader("data: copied\n\n")))
+	})
+	srv, _ := serve(t, httpidem.Options{}, h)
+	first := post(t, srv, "k", "x")
+	expect(t, "buffered", first, http.StatusOK, false, "data: copied\n\n")
+	expect(t, "stored", post(t, srv, "k", "x"), http.StatusOK, true, first.body)
+	expect(t, "streamed", call(t, srv, http.MethodPost, "/stream", "k2", "x"), http.StatusOK, false, "data: copied\n\n")
+	if !readerFrom.Load() {
+		t.Fatal("the handler's writer is no io.ReaderFrom")
+	}
+}
+
+// An event stream that does not flush reaches the client as it would
+// without the middleware: once net/http's buffers (about 4 KiB) fill,
+// while the handler still runs.
+func TestEventStreamWithoutFlushArrivesOnceBufferFills(t *testing.T) {
+	release := make(chan struct{})
+	srv, _ := serve(t, httpidem.Options{}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "Text/Event-Stream; charset=utf-8")
+		fmt.Fprintf(w, "data: %s\n\n", strings.Repeat("a", 8<<10))
+		<-release
+	}))
+	defer close(release)
+	if got := event(t, bufio.NewReader(open(t, srv, "k").Body)); len(got) < 8<<10 {
+		t.Fatalf("first event of %d bytes", len(got))
+	}
+}
