@@ -140,7 +140,7 @@ func startReceiver() *receiver {
 		// one scope. Keys here are event ids the sender makes unguessable,
 		// and the responses hold nothing private.
 		SharedScope: true,
-		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
+		Logger:      slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
 	})
 	if err != nil {
 		log.Fatal(err)
