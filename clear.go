@@ -179,18 +179,7 @@ func (rt *Runtime) clearPage(ctx context.Context, sc store.Scanner, prefix, curs
 	if err != nil {
 		return "", rt.storeErr(ctx, prefix, "scan", err)
 	}
-	inScope := make([]string, 0, len(keys))
-	seen := make(map[string]bool, len(keys))
-	for _, key := range keys {
-		// A store that returned a key out of the scope must not have it
-		// deleted; a key returned twice in a page is deleted once.
-		if !strings.HasPrefix(key, prefix) || seen[key] {
-			continue
-		}
-		seen[key] = true
-		inScope = append(inScope, key)
-	}
-	keys = inScope
+	keys = keysInScope(keys, prefix)
 	res.Scanned += len(keys)
 	if len(keys) == 0 {
 		return next, nil
@@ -216,6 +205,28 @@ func (rt *Runtime) clearPage(ctx context.Context, sc store.Scanner, prefix, curs
 		store.Run(bctx, rt.store, batch)
 		cancel()
 	}
+	return next, rt.countPage(ctx, keys, ops, opts, res)
+}
+
+// keysInScope keeps the keys that start with prefix, each once: a store
+// that returned a key out of the scope must not have it deleted, and a key
+// returned twice in a page is deleted once.
+func keysInScope(keys []string, prefix string) []string {
+	inScope := make([]string, 0, len(keys))
+	seen := make(map[string]bool, len(keys))
+	for _, key := range keys {
+		if !strings.HasPrefix(key, prefix) || seen[key] {
+			continue
+		}
+		seen[key] = true
+		inScope = append(inScope, key)
+	}
+	return inScope
+}
+
+// countPage adds a page's outcome to res: ops[i] is the forget of keys[i],
+// nil for a key in flight here. It returns the first store failure.
+func (rt *Runtime) countPage(ctx context.Context, keys []string, ops []*store.Op, opts *ClearOptions, res *ClearResult) error {
 	var failed error
 	for i, op := range ops {
 		switch {
@@ -234,7 +245,7 @@ func (rt *Runtime) clearPage(ctx context.Context, sc store.Scanner, prefix, curs
 			failed = rt.storeErr(ctx, op.Key, store.OpForget.String(), op.Err)
 		}
 	}
-	return next, failed
+	return failed
 }
 
 // scopePrefix is the prefix of the keys store.BuildKey builds in s: of one
