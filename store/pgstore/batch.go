@@ -3,6 +3,7 @@ package pgstore
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"time"
@@ -133,12 +134,27 @@ func (s *Store) Batch(ctx context.Context, ops []*store.Op) {
 // The store sends a batch again at most maxRepeats times after a failure,
 // after firstRepeat, then twice as long before each next time; and a
 // statement whose row changed under it (call.decode) at most maxTries
-// times in all.
+// times in all: at once the first time, then after a random pause of up
+// to settlePause, twice as long each time (see settleWait). Sent again at
+// once, claims of a key that others claim and release over and over meet
+// the same churn every time, and would fail for it.
 const (
 	maxRepeats  = 3
 	firstRepeat = 10 * time.Millisecond
-	maxTries    = 5
+	maxTries    = 10
+	settlePause = time.Millisecond
 )
+
+// settleWait returns the pause before try number tries+1 of a statement
+// whose row changed under it: none after the first try, then a random
+// one of up to settlePause << (tries-2), so that statements that met in
+// one instant spread out.
+func settleWait(tries int) time.Duration {
+	if tries < 2 {
+		return 0
+	}
+	return rand.N(settlePause<<(tries-2)) + 1
+}
 
 // exec runs calls until each has an answer or an error.
 func (s *Store) exec(ctx context.Context, calls []*call) {
@@ -170,6 +186,10 @@ func (s *Store) exec(ctx context.Context, calls []*call) {
 			}
 			if tries++; len(again) > 0 && tries == maxTries {
 				fail(again, errUnsettled)
+				return
+			}
+			if d := settleWait(tries); len(again) > 0 && d > 0 && !sleep(ctx, d) {
+				fail(again, ctx.Err())
 				return
 			}
 			pending = again
