@@ -37,7 +37,7 @@ func (s *Store) Scan(ctx context.Context, prefix, cursor string, limit int) ([]s
 		return nil, "", fmt.Errorf("pgstore: scan: %w", err)
 	}
 	defer rows.Close()
-	keys := make([]string, 0, limit)
+	keys := make([]string, 0, min(limit, maxScanPrealloc)) // a limit bounds a page; it is not its size
 	for rows.Next() {
 		var k []byte
 		if err := rows.Scan(&k); err != nil {
@@ -53,6 +53,9 @@ func (s *Store) Scan(ctx context.Context, prefix, cursor string, limit int) ([]s
 	}
 	return keys, hex.EncodeToString([]byte(keys[len(keys)-1])), nil
 }
+
+// maxScanPrealloc bounds the room a page reserves before its rows come.
+const maxScanPrealloc = 1024
 
 // prefixEnd returns the smallest byte string above every string that
 // starts with prefix, or nil when there is none (prefix is empty or all
