@@ -175,24 +175,11 @@ func (s *Store) exec(ctx context.Context, calls []*call) {
 		err := s.send(ctx, pending)
 		switch fateOf(err) {
 		case committed:
-			local := time.Now()
-			var again []*call
-			for _, c := range pending {
-				if c.scanErr != nil {
-					c.op.Err = &CorruptError{Key: c.op.Key, Table: s.names.table, Reason: "cannot read it: " + c.scanErr.Error()}
-				} else if c.decode(local, s.names.table) == unsettled {
-					again = append(again, c)
-				}
-			}
-			if tries++; len(again) > 0 && tries == maxTries {
-				fail(again, errUnsettled)
+			tries++
+			var ok bool
+			if pending, ok = s.unsettled(ctx, pending, tries); !ok {
 				return
 			}
-			if d := settleWait(tries); len(again) > 0 && d > 0 && !sleep(ctx, d) {
-				fail(again, ctx.Err())
-				return
-			}
-			pending = again
 			continue
 		case refused:
 			// The transaction rolled back: nothing ran. Alone, each call
@@ -213,16 +200,7 @@ func (s *Store) exec(ctx context.Context, calls []*call) {
 				c.unsure = true
 			}
 		}
-		var keep []*call
-		for _, c := range pending {
-			if c.unsure && !repeatable(c.op, time.Since(c.sent)) {
-				fail([]*call{c}, err)
-			} else {
-				keep = append(keep, c)
-			}
-		}
-		pending = keep
-		if len(pending) == 0 {
+		if pending = keepRepeatable(pending, err); len(pending) == 0 {
 			return
 		}
 		if repeats == maxRepeats || !sleep(ctx, wait) {
@@ -232,6 +210,44 @@ func (s *Store) exec(ctx context.Context, calls []*call) {
 		wait *= 2
 		repeats++
 	}
+}
+
+// unsettled decodes the answers of a committed try (the tries-th) and
+// returns the calls whose row changed under them, to be sent again after
+// settleWait; false when exec is to stop (they have failed).
+func (s *Store) unsettled(ctx context.Context, pending []*call, tries int) ([]*call, bool) {
+	local := time.Now()
+	var again []*call
+	for _, c := range pending {
+		if c.scanErr != nil {
+			c.op.Err = &CorruptError{Key: c.op.Key, Table: s.names.table, Reason: "cannot read it: " + c.scanErr.Error()}
+		} else if c.decode(local, s.names.table) == unsettled {
+			again = append(again, c)
+		}
+	}
+	if len(again) > 0 && tries == maxTries {
+		fail(again, errUnsettled)
+		return nil, false
+	}
+	if d := settleWait(tries); len(again) > 0 && d > 0 && !sleep(ctx, d) {
+		fail(again, ctx.Err())
+		return nil, false
+	}
+	return again, true
+}
+
+// keepRepeatable fails, with err, the calls whose reply may have been lost
+// and that are not safe to send again, and returns the others.
+func keepRepeatable(pending []*call, err error) []*call {
+	var keep []*call
+	for _, c := range pending {
+		if c.unsure && !repeatable(c.op, time.Since(c.sent)) {
+			fail([]*call{c}, err)
+		} else {
+			keep = append(keep, c)
+		}
+	}
+	return keep
 }
 
 // fail gives every call err as its op's error.

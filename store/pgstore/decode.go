@@ -161,17 +161,7 @@ func (c *call) decode(local time.Time, table string) verdict {
 	case store.OpClaim:
 		return decodeClaim(op, w, s, local)
 	case store.OpComplete:
-		switch {
-		case w != nil:
-			op.Result.Record = w.record(local)
-			op.Result.Record.Token = op.Token
-		case s != nil && s.done() && s.token() == op.Token:
-			op.Result.Record = s.record(local) // a replay: what is stored
-		case s != nil && s.heldBy(op.Token):
-			return unsettled
-		default:
-			op.Err = store.ErrLeaseLost
-		}
+		return decodeComplete(op, w, s, local)
 	case store.OpRelease:
 		switch {
 		case w != nil:
@@ -195,13 +185,37 @@ func (c *call) decode(local time.Time, table string) verdict {
 			op.Err = store.ErrNotFound
 		}
 	case store.OpForget:
-		switch {
-		case w != nil:
-		case s != nil && s.is("p"):
-			op.Err = store.ErrInProgress
-		case s != nil && (s.done() || !s.live()):
-			return unsettled
-		}
+		return decodeForget(op, w, s)
+	}
+	return settled
+}
+
+// decodeComplete reads a Complete's answer: w is the row it wrote, s the
+// row its snapshot saw.
+func decodeComplete(op *store.Op, w, s *row, local time.Time) verdict {
+	switch {
+	case w != nil:
+		op.Result.Record = w.record(local)
+		op.Result.Record.Token = op.Token
+	case s != nil && s.done() && s.token() == op.Token:
+		op.Result.Record = s.record(local) // a replay: what is stored
+	case s != nil && s.heldBy(op.Token):
+		return unsettled
+	default:
+		op.Err = store.ErrLeaseLost
+	}
+	return settled
+}
+
+// decodeForget reads a Forget's answer: w is the row it deleted, s the
+// row its snapshot saw.
+func decodeForget(op *store.Op, w, s *row) verdict {
+	switch {
+	case w != nil:
+	case s != nil && s.is("p"):
+		op.Err = store.ErrInProgress
+	case s != nil && (s.done() || !s.live()):
+		return unsettled
 	}
 	return settled
 }
