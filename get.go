@@ -27,7 +27,7 @@ import (
 // runtime has calls of in flight is in progress even before its claim
 // reaches the store, as [Runtime.State] says (HeldHere). Telling a key in
 // progress in another instance from an absent one needs a store that
-// implements [store.Inspector] (memstore and redisstore do); with any
+// implements [store.Inspector] (memstore, redisstore and pgstore do); with any
 // other store, Get answers ErrNotFound for it. Use [Runtime.State] for
 // the details of a key.
 //
