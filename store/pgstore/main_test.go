@@ -11,6 +11,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/idemrt/idem/internal/pgtest"
+	"github.com/idemrt/idem/internal/storesuite"
 	"github.com/idemrt/idem/store/pgstore"
 )
 
@@ -21,8 +22,8 @@ import (
 var shared *pgtest.Server
 
 func TestMain(m *testing.M) {
-	if id := os.Getenv(envWorker); id != "" {
-		os.Exit(workerMain(id))
+	if id := storesuite.WorkerID(); id != "" {
+		os.Exit(storesuite.WorkerMain(id, openWorker))
 	}
 	srv, err := pgtest.New(pgtest.Options{})
 	if err != nil {

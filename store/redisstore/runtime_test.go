@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,6 +14,7 @@ import (
 	"github.com/idemrt/idem/clock"
 	"github.com/idemrt/idem/internal/idemtest"
 	"github.com/idemrt/idem/internal/redistest"
+	"github.com/idemrt/idem/internal/storesuite"
 	"github.com/idemrt/idem/store"
 	"github.com/idemrt/idem/store/redisstore"
 )
@@ -58,69 +57,19 @@ func deployments(t *testing.T, f func(t *testing.T, client func(t testing.TB) re
 
 func eventually(t testing.TB, what string, cond func() bool) { idemtest.Eventually(t, what, cond) }
 
-// A storm on one runtime over Redis: one execution, everyone gets it.
+// A storm on one runtime over Redis; see storesuite.Storm.
 func TestRuntimeStorm(t *testing.T) {
 	deployments(t, func(t *testing.T, client func(testing.TB) redis.UniversalClient) {
-		rt := newRuntime(t, idem.Options{Store: newStore(t, client(t))})
-		g := idemtest.NewGate()
-		var chans []<-chan idemtest.Result
-		for range 100 {
-			chans = append(chans, idemtest.GoDo(bg, rt, "storm", g.Fn("once", nil)))
-		}
-		<-g.Started
-		eventually(t, "parked callers", func() bool { return rt.Stats().Waiters == 99 })
-		close(g.Open)
-		for _, ch := range chans {
-			if r := idemtest.Recv(t, ch); r.Err != nil || r.V != "once" {
-				t.Fatalf("caller: %+v", r)
-			}
-		}
-		if g.Runs() != 1 {
-			t.Fatalf("ran %d times", g.Runs())
-		}
+		storesuite.Storm(t, newStore(t, client(t)))
 	})
 }
 
 // Duplicates on many instances (runtimes with clients of their own, as
-// separate processes have) over overlapping keys: every key runs once.
+// separate processes have) over overlapping keys; see storesuite.SharedKeys.
 func TestRuntimesShareRedis(t *testing.T) {
 	deployments(t, func(t *testing.T, client func(testing.TB) redis.UniversalClient) {
 		prefix := fmt.Sprintf("s%d:", prefixSeq.Add(1))
-		var rts []*idem.Runtime
-		for range 3 {
-			s, err := redisstore.New(bg, client(t), redisstore.Options{KeyPrefix: prefix})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { s.Close() })
-			rts = append(rts, newRuntime(t, idem.Options{Store: s, Shards: 2}))
-		}
-		const keys = 200
-		var runs [keys]atomic.Int32
-		var wg sync.WaitGroup
-		for i, rt := range rts {
-			for g := range 4 {
-				wg.Go(func() {
-					for k := range keys {
-						k := (k + g*31 + i*17) % keys
-						v, err := idem.Do(bg, rt, fmt.Sprint("key-", k), func(context.Context) (int, error) {
-							runs[k].Add(1)
-							time.Sleep(time.Millisecond)
-							return k, nil
-						})
-						if err != nil || v != k {
-							t.Errorf("key %d: %v %v", k, v, err)
-						}
-					}
-				})
-			}
-		}
-		wg.Wait()
-		for k := range runs {
-			if n := runs[k].Load(); n != 1 {
-				t.Fatalf("key %d ran %d times", k, n)
-			}
-		}
+		storesuite.SharedKeys(t, func(t testing.TB) store.Store { return newStoreWithPrefix(t, client(t), prefix) })
 	})
 }
 
