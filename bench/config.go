@@ -47,6 +47,15 @@ var memorySystems = []string{"idem", "mutex-map", "singleflight+lru", "poll"}
 // one store call per operation, with no batching.
 var storeSystems = []string{"idem", "idem-nocache", "plain", "poll"}
 
+// redisSystems are storeSystems and "naive", the hand-written unsafe
+// baseline (SET NX PX, SET PX, GET), which runs on Redis only.
+var redisSystems = append(append([]string(nil), storeSystems...), "naive")
+
+// runsOn reports whether system runs on store: naive on Redis only.
+func runsOn(system, store string) bool {
+	return system != "naive" || store == "redis" || store == "redis-cluster"
+}
+
 // parseFlags reads args into a Config, or returns an error saying what is
 // wrong; usage text goes to out.
 func parseFlags(args []string, out io.Writer) (Config, error) {
@@ -98,7 +107,7 @@ func defineFlags(fs *flag.FlagSet, c *Config, raw *rawFlags) {
 	fs.DurationVar(&c.StormWork, "storm-work", 5*time.Millisecond, "time the function takes in the storm scenario (the duplicates arrive meanwhile)")
 	fs.DurationVar(&c.SlowWork, "slow-work", 20*time.Millisecond, "time the function takes in the slow scenario")
 	fs.StringVar(&raw.scenarios, "scenarios", strings.Join(allScenarios, ","), "scenarios to run: "+strings.Join(allScenarios, ","))
-	fs.StringVar(&raw.systems, "systems", "", "systems to run (default: all for the store): "+strings.Join(memorySystems, ",")+" | "+strings.Join(storeSystems, ","))
+	fs.StringVar(&raw.systems, "systems", "", "systems to run (default: all for the store): "+strings.Join(memorySystems, ",")+" | "+strings.Join(redisSystems, ","))
 	fs.StringVar(&c.Out, "out", "", "directory to write report.json and report.html to")
 	fs.StringVar(&c.CPUProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
 	fs.BoolVar(&c.NoProgress, "no-progress", false, "do not print the live progress line")
@@ -214,7 +223,11 @@ func (c *Config) pickRuns(scenarios, systems string) error {
 		return err
 	}
 	avail := memorySystems
-	if c.Store != "memory" {
+	switch c.Store {
+	case "memory":
+	case "redis", "redis-cluster":
+		avail = redisSystems
+	default:
 		avail = storeSystems
 	}
 	if systems == "" {

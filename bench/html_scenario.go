@@ -38,6 +38,7 @@ type systemRow struct {
 	RoundTrips        string
 	RoundTripsPerCall string
 	StoreOps          string
+	RedisCPU          string // "12 µs Redis CPU/call", on a single Redis node
 	Allocs, Bytes     string
 	Ratios            []string
 	Outcomes          []string
@@ -127,11 +128,17 @@ func buildSystemRow(res Result, colours map[string]int) systemRow {
 	if res.StoreOps != 0 {
 		row.StoreOps = count(res.StoreOps)
 	}
+	if c := res.RedisCPU; c != nil {
+		row.RedisCPU = micros(c.PerRequestUS) + " Redis CPU/call"
+	}
 	if res.WrongResults > 0 {
 		row.Wrong = count(res.WrongResults) + " wrong results"
 	}
 	if k := res.ranTwice(); k > 0 {
 		row.RanTwice = count(k) + " ran twice"
+		if res.Unsafe {
+			row.RanTwice += " (unsafe baseline)"
+		}
 	}
 	for _, k := range sortedKeys(res.Ratios) {
 		row.Ratios = append(row.Ratios, ratio(res.Ratios[k])+" "+k)

@@ -33,6 +33,7 @@ func TestBadFlags(t *testing.T) {
 		{"-storm", "1"},
 		{"-scenarios", "unique,nope"},
 		{"-systems", "plain"}, // a Redis-only baseline on the memory store
+		{"-postgres", "postgres://127.0.0.1/db", "-systems", "naive"},
 		{"-shards", "-2"},
 		{"-nonsense"},
 		{"stray"},
@@ -56,7 +57,7 @@ func TestDefaults(t *testing.T) {
 		t.Fatalf("defaults: %+v", c)
 	}
 	c, err = parseFlags([]string{"-redis", "127.0.0.1:6399", "-scenarios", "unique, replay"}, &bytes.Buffer{})
-	if err != nil || c.Store != "redis" || len(c.Systems) != 4 || strings.Join(c.Scenarios, ",") != "unique,replay" {
+	if err != nil || c.Store != "redis" || len(c.Systems) != 5 || strings.Join(c.Scenarios, ",") != "unique,replay" {
 		t.Fatalf("-redis: %+v %v", c, err)
 	}
 	c, err = parseFlags([]string{"-postgres", "postgres://app:secret@db.example:5433/orders"}, &bytes.Buffer{})
@@ -99,6 +100,15 @@ func checkReport(t *testing.T, rep Report, scenarios, systems int) {
 		t.Fatalf("OK %v, %d results", rep.OK, len(rep.Results))
 	}
 	for _, r := range rep.Results {
+		if r.Unsafe != (r.System == "naive") {
+			t.Errorf("%s/%s: unsafe %v", r.Scenario, r.System, r.Unsafe)
+		}
+		if r.Unsafe {
+			if r.Calls == 0 || r.WrongResults > 0 {
+				t.Errorf("%s/%s: %d calls, %d wrong", r.Scenario, r.System, r.Calls, r.WrongResults)
+			}
+			continue // its double runs are shown, not failures
+		}
 		if r.Calls == 0 || r.Errors > 0 || r.WrongResults > 0 || r.RanTwiceCount > 0 {
 			t.Errorf("%s/%s: %d calls, %d errors (%s), %d wrong, %d ran twice", r.Scenario, r.System, r.Calls, r.Errors, r.FirstError, r.WrongResults, r.RanTwiceCount)
 		}
@@ -167,7 +177,7 @@ func TestShortRunRedisAndPostgres(t *testing.T) {
 func TestShortRunRedis(t *testing.T) {
 	srv := redistest.Start(t, redistest.Options{})
 	rep := runShort(t, "-redis", srv.Addr, "-redis-benchmark=false", "-scenarios", "unique,storm,replay")
-	checkReport(t, rep, 3, 4)
+	checkReport(t, rep, 3, 5)
 	if rep.Machine.Redis == "" {
 		t.Error("Redis version missing")
 	}
@@ -175,6 +185,27 @@ func TestShortRunRedis(t *testing.T) {
 		if r.System == "idem" && r.StoreRoundTrips == 0 {
 			t.Errorf("%s/idem made no store round trips", r.Scenario)
 		}
+		checkRedisCPU(t, r)
+	}
+	if r := find(rep.Results, "redis", "unique", "idem"); r == nil || r.Ratios["naive"] <= 0 {
+		t.Errorf("unique/idem: no ratio to the naive baseline: %+v", r)
+	}
+}
+
+// checkRedisCPU checks the Redis server CPU of a result on a single node:
+// idem's claims are script calls, the naive baseline's plain commands.
+func checkRedisCPU(t *testing.T, r Result) {
+	t.Helper()
+	c := r.RedisCPU
+	if c == nil || c.PerRequestUS <= 0 {
+		t.Errorf("%s/%s: Redis CPU %+v", r.Scenario, r.System, c)
+		return
+	}
+	if r.Scenario == "unique" && r.System == "idem" && (c.ScriptCalls <= 0 || c.PerScriptCallUS <= 0) {
+		t.Errorf("unique/idem: script calls %+v", c)
+	}
+	if r.System == "naive" && (c.CommandCalls <= 0 || c.PerCommandUS <= 0 || c.ScriptCalls != 0) {
+		t.Errorf("%s/naive: commands %+v", r.Scenario, c)
 	}
 }
 

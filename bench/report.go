@@ -19,7 +19,8 @@ type Report struct {
 	Targets  []Target  `json:"targets"`
 	Sizes    []Sizes   `json:"sizes"`
 	// OK is false when some system ran a key more than once or gave a call
-	// another key's result; the harness then exits non-zero.
+	// another key's result; the harness then exits non-zero. An unsafe
+	// baseline's keys that ran twice are listed but do not count.
 	OK bool `json:"ok"`
 }
 
@@ -66,6 +67,15 @@ type Result struct {
 	StoreOps        int64   `json:"store_ops"`
 	AllocsPerOp     float64 `json:"allocs_per_op"`
 	BytesPerOp      float64 `json:"bytes_per_op"`
+
+	// RedisCPU is the Redis server's CPU per call of the run (single-node
+	// Redis only).
+	RedisCPU *RedisCPU `json:"redis_cpu,omitempty"`
+
+	// Unsafe marks a baseline that does not promise one execution per key
+	// (the naive Redis baseline): its keys that ran twice are reported but
+	// do not fail the run.
+	Unsafe bool `json:"unsafe,omitempty"`
 
 	// Ratios of this result's throughput to each baseline's in the same
 	// scenario (only on the idem rows).

@@ -93,6 +93,8 @@ func newSystem(name string, e *env, scenario string) (system, error) {
 		return &sfLRU{lru: expirable.NewLRU[string, receipt](65536, nil, 24*time.Hour)}, nil
 	case "poll", "plain":
 		return newPollSystem(name, e, ns)
+	case "naive":
+		return newNaiveSystem(e)
 	}
 	return nil, fmt.Errorf("unknown system %q", name)
 }

@@ -11,7 +11,12 @@ import (
 func printScenario(w io.Writer, scenario string, results []Result) {
 	fmt.Fprintf(w, "\n%s\n", scenarioTitle(scenario))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "system\tthroughput\tp50\tp99\tp999\tsettle p50\tsettle p99\texecutions/keys\terrors\tstore trips\tops/trip\tallocs/op\tvs baselines\t")
+	cpu := hasRedisCPU(results, scenario)
+	head := "system\tthroughput\tp50\tp99\tp999\tsettle p50\tsettle p99\texecutions/keys\terrors\tstore trips\tops/trip\tallocs/op\t"
+	if cpu {
+		head += "redis CPU/call\tscript calls\tµs/script\tµs/cmd\t"
+	}
+	fmt.Fprintln(tw, head+"vs baselines\t")
 	multi := multiStore(results, scenario)
 	for _, r := range results {
 		if r.Scenario != scenario {
@@ -37,11 +42,42 @@ func printScenario(w io.Writer, scenario string, results []Result) {
 			name, rate(r.Throughput),
 			micros(r.Latency.P50), micros(r.Latency.P99), micros(r.Latency.P999),
 			settleMicros(r.Settle, r.Settle.P50), settleMicros(r.Settle, r.Settle.P99),
-			execs, errs, count(r.StoreRoundTrips), opsPerTrip, decimal(r.AllocsPerOp), ratios(r.Ratios),
+			execs, errs, count(r.StoreRoundTrips), opsPerTrip, decimal(r.AllocsPerOp),
 		}
+		if cpu {
+			cells = append(cells, redisCPUCells(r.RedisCPU)...)
+		}
+		cells = append(cells, ratios(r.Ratios))
 		fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t")
 	}
 	tw.Flush()
+}
+
+// hasRedisCPU reports whether some result of scenario measured the Redis
+// server's CPU.
+func hasRedisCPU(results []Result, scenario string) bool {
+	for _, r := range results {
+		if r.Scenario == scenario && r.RedisCPU != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// redisCPUCells are the Redis CPU columns of a row: server CPU per call,
+// script calls, and µs per script call and per other command.
+func redisCPUCells(c *RedisCPU) []string {
+	if c == nil {
+		return []string{noValue, noValue, noValue, noValue}
+	}
+	perScript, perCmd := noValue, noValue
+	if c.ScriptCalls > 0 {
+		perScript = micros(c.PerScriptCallUS)
+	}
+	if c.CommandCalls > 0 {
+		perCmd = micros(c.PerCommandUS)
+	}
+	return []string{micros(c.PerRequestUS), count(c.ScriptCalls), perScript, perCmd}
 }
 
 // ratios lists a result's throughput ratios to the baselines: "1.63× mutex-map, 2.26× poll".

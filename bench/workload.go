@@ -124,6 +124,7 @@ type run struct {
 	nextID   atomic.Int64
 	maxID    int64 // ids below it may have been used (for the checks)
 	progress io.Writer
+	meter    *redisMeter // on a single Redis node: its server CPU
 }
 
 func (r *run) newWorker(work time.Duration) *worker {
@@ -139,6 +140,7 @@ func (r *run) execute(ctx context.Context) (Result, error) {
 	runtime.GC()
 	runtime.ReadMemStats(&before)
 	stopProgress := r.startProgress()
+	r.meter.start(ctx)
 	start := time.Now()
 	deadline := start.Add(r.cfg.Duration)
 	switch r.scenario {
@@ -159,7 +161,9 @@ func (r *run) execute(ctx context.Context) (Result, error) {
 	stopProgress()
 	runtime.ReadMemStats(&after)
 	r.maxID = r.nextID.Load()
-	return r.result(elapsed, &before, &after), nil
+	res := r.result(elapsed, &before, &after)
+	res.RedisCPU = r.meter.stop(ctx, res.Calls)
+	return res, nil
 }
 
 // unique calls a new key every time, until deadline.
@@ -182,6 +186,7 @@ func (r *run) replay(ctx context.Context, before *runtime.MemStats) (start time.
 		}
 	})
 	r.resetMeasurements()
+	r.meter.start(ctx)
 	runtime.GC()
 	runtime.ReadMemStats(before)
 	start = time.Now()
