@@ -10,72 +10,27 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/idemrt/idem"
-	"github.com/idemrt/idem/clock"
 	"github.com/idemrt/idem/internal/idemtest"
+	"github.com/idemrt/idem/internal/storesuite"
 	"github.com/idemrt/idem/store"
 	"github.com/idemrt/idem/store/pgstore"
 )
 
-// crossInstance starts runtime A (real clock) and runtime B (a fake clock
-// that never moves, so that B's re-claim timer never fires: only a
-// wake-up can release B's waiter) on one table, each on a pool of its own.
-func crossInstance(t *testing.T, dsn string, bStore func(*pgstore.Store) store.Store) (a, b *idem.Runtime, sb *pgstore.Store) {
-	table := newTable()
-	sa := instance(t, dsn, table)
-	sb = instance(t, dsn, table)
-	var bs store.Store = sb
-	if bStore != nil {
-		bs = bStore(sb)
-	}
-	a = newRuntime(t, idem.Options{Store: sa, Shards: 1})
-	b = newRuntime(t, idem.Options{Store: bs, Shards: 1, Clock: clock.NewFake(time.Now())})
-	return a, b, sb
-}
-
-// A caller on instance B waits for the owner on instance A, and settles
-// as soon as A completes: B's NOTIFY wake-up releases it (its clock never
-// moves, and the lease is an hour, so no re-claim timer could).
+// A caller on instance B waits for the owner on instance A (on pools of
+// their own, on one table), and settles as soon as A completes: B's NOTIFY
+// wake-up releases it; see storesuite.Wake.
 func TestCrossInstanceWake(t *testing.T) {
 	t.Parallel()
-	a, b, _ := crossInstance(t, shared.DSN("postgres"), nil)
-	g := idemtest.NewGate()
-	owner := idemtest.GoDo(bg, a, "k", g.Fn("from A", nil), idem.WithLease(time.Hour))
-	<-g.Started
-	waiter := idemtest.GoDo(bg, b, "k", idemtest.MustNotRun(t), idem.WithSettle(time.Hour))
-	eventually(t, "B parked", func() bool { return b.Stats().Waiters == 1 })
-	close(g.Open)
-	if r := idemtest.Recv(t, owner); r.Err != nil {
-		t.Fatal(r.Err)
-	}
-	start := time.Now()
-	r := idemtest.Recv(t, waiter)
-	if r.Err != nil || r.V != "from A" || r.Out != idem.Joined {
-		t.Fatalf("B: %+v", r)
-	}
-	t.Logf("B settled %v after A's answer", time.Since(start))
+	dsn, table := shared.DSN("postgres"), newTable()
+	storesuite.Wake(t, instance(t, dsn, table), instance(t, dsn, table), nil)
 }
 
-// deaf hides the store's wake-ups: the waiter must be released by its
-// re-claim timer.
-type deaf struct{ store.Store }
-
+// B's wake-ups are hidden: its re-claim timer releases it; see
+// storesuite.LostWake.
 func TestCrossInstanceLostWake(t *testing.T) {
 	t.Parallel()
-	table := newTable()
-	dsn := shared.DSN("postgres")
-	a := newRuntime(t, idem.Options{Store: instance(t, dsn, table)})
-	b := newRuntime(t, idem.Options{Store: deaf{instance(t, dsn, table)}})
-	g := idemtest.NewGate()
-	owner := idemtest.GoDo(bg, a, "k", g.Fn("from A", nil))
-	<-g.Started
-	waiter := idemtest.GoDo(bg, b, "k", idemtest.MustNotRun(t))
-	eventually(t, "B parked", func() bool { return b.Stats().Waiters == 1 })
-	close(g.Open)
-	idemtest.Recv(t, owner)
-	if r := idemtest.Recv(t, waiter); r.Err != nil || r.V != "from A" {
-		t.Fatalf("B: %+v", r)
-	}
+	dsn, table := shared.DSN("postgres"), newTable()
+	storesuite.LostWake(t, instance(t, dsn, table), instance(t, dsn, table))
 }
 
 // terminate ends every other backend of dsn's database, as an operator's
@@ -97,21 +52,12 @@ func terminate(t testing.TB, dsn string) int {
 // never moves, so no timer helps it.
 func TestCrossInstanceListenerCut(t *testing.T) {
 	t.Parallel()
-	dsn := shared.NewDatabase(t)
-	a, b, _ := crossInstance(t, dsn, nil)
-	g := idemtest.NewGate()
-	owner := idemtest.GoDo(bg, a, "k", g.Fn("from A", nil), idem.WithLease(time.Hour))
-	<-g.Started
-	waiter := idemtest.GoDo(bg, b, "k", idemtest.MustNotRun(t), idem.WithSettle(time.Hour))
-	eventually(t, "B parked", func() bool { return b.Stats().Waiters == 1 })
-	if n := terminate(t, dsn); n == 0 {
-		t.Fatal("no backend to terminate")
-	}
-	close(g.Open) // A's completion may meet its own connection cut: the runtime repeats it
-	idemtest.Recv(t, owner)
-	if r := idemtest.Recv(t, waiter); r.Err != nil || r.V != "from A" {
-		t.Fatalf("B: %+v", r)
-	}
+	dsn, table := shared.NewDatabase(t), newTable()
+	storesuite.Wake(t, instance(t, dsn, table), instance(t, dsn, table), func() {
+		if n := terminate(t, dsn); n == 0 {
+			t.Fatal("no backend to terminate")
+		}
+	})
 }
 
 // subscribe subscribes to s and returns the wake-ups, "" included.

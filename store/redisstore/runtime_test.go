@@ -6,12 +6,10 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/idemrt/idem"
-	"github.com/idemrt/idem/clock"
 	"github.com/idemrt/idem/internal/idemtest"
 	"github.com/idemrt/idem/internal/redistest"
 	"github.com/idemrt/idem/internal/storesuite"
@@ -74,85 +72,39 @@ func TestRuntimesShareRedis(t *testing.T) {
 }
 
 // A caller on instance B waits for the owner on instance A and is woken by
-// pub/sub. B runs on a fake clock that never moves, so its re-claim timer
-// cannot be what releases it.
+// pub/sub; see storesuite.Wake.
 func TestCrossInstanceWake(t *testing.T) {
 	deployments(t, func(t *testing.T, client func(testing.TB) redis.UniversalClient) {
 		prefix := fmt.Sprintf("w%d:", prefixSeq.Add(1))
-		mk := func(c clock.Clock) *idem.Runtime {
-			s, err := redisstore.New(bg, client(t), redisstore.Options{KeyPrefix: prefix})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { s.Close() })
-			return newRuntime(t, idem.Options{Store: s, Shards: 1, Clock: c})
-		}
-		a, b := mk(nil), mk(clock.NewFake(time.Now()))
-		g := idemtest.NewGate()
-		owner := idemtest.GoDo(bg, a, "k", g.Fn("from A", nil))
-		<-g.Started
-		waiter := idemtest.GoDo(bg, b, "k", idemtest.MustNotRun(t))
-		eventually(t, "B parked", func() bool { return b.Stats().Waiters == 1 })
-		close(g.Open)
-		if r := idemtest.Recv(t, owner); r.Err != nil {
-			t.Fatal(r.Err)
-		}
-		r := idemtest.Recv(t, waiter)
-		if r.Err != nil || r.V != "from A" || r.Out != idem.Joined {
-			t.Fatalf("B: %+v", r)
-		}
+		storesuite.Wake(t, newStoreWithPrefix(t, client(t), prefix), newStoreWithPrefix(t, client(t), prefix), nil)
 	})
 }
 
-// deaf hides the store's wake-ups: the waiter must be released by its
-// re-claim timer.
-type deaf struct{ store.Store }
-
+// B's wake-ups are hidden: its re-claim timer releases it; see
+// storesuite.LostWake.
 func TestCrossInstanceLostWake(t *testing.T) {
 	srv := redistest.Start(t, redistest.Options{})
 	c := newClient(t, srv)
 	prefix := fmt.Sprintf("l%d:", prefixSeq.Add(1))
 	sa, _ := redisstore.New(bg, c, redisstore.Options{KeyPrefix: prefix})
 	sb, _ := redisstore.New(bg, c, redisstore.Options{KeyPrefix: prefix})
-	a := newRuntime(t, idem.Options{Store: sa})
-	b := newRuntime(t, idem.Options{Store: deaf{sb}})
-	g := idemtest.NewGate()
-	owner := idemtest.GoDo(bg, a, "k", g.Fn("from A", nil))
-	<-g.Started
-	waiter := idemtest.GoDo(bg, b, "k", idemtest.MustNotRun(t))
-	eventually(t, "B parked", func() bool { return b.Stats().Waiters == 1 })
-	close(g.Open)
-	idemtest.Recv(t, owner)
-	if r := idemtest.Recv(t, waiter); r.Err != nil || r.V != "from A" {
-		t.Fatalf("B: %+v", r)
-	}
+	storesuite.LostWake(t, sa, sb)
 }
 
 // When B's subscription is cut (its messages are lost while it reconnects),
-// the resubscription makes B check its waits at once. B's clock never
-// moves, so no timer helps it.
+// the resubscription makes B check its waits at once; see storesuite.Wake.
 func TestCrossInstanceResubscribe(t *testing.T) {
 	srv := redistest.Start(t, redistest.Options{})
 	prefix := fmt.Sprintf("x%d:", prefixSeq.Add(1))
 	ca, cb := newClient(t, srv), newClient(t, srv)
 	sa, _ := redisstore.New(bg, ca, redisstore.Options{KeyPrefix: prefix})
 	sb, _ := redisstore.New(bg, cb, redisstore.Options{KeyPrefix: prefix})
-	a := newRuntime(t, idem.Options{Store: sa})
-	b := newRuntime(t, idem.Options{Store: sb, Clock: clock.NewFake(time.Now())})
-	g := idemtest.NewGate()
-	owner := idemtest.GoDo(bg, a, "k", g.Fn("from A", nil), idem.WithLease(time.Hour))
-	<-g.Started
-	waiter := idemtest.GoDo(bg, b, "k", idemtest.MustNotRun(t), idem.WithSettle(time.Minute))
-	eventually(t, "B parked", func() bool { return b.Stats().Waiters == 1 })
-	// Drop every pub/sub connection, then finish while they reconnect.
-	if _, err := redistest.Command(srv.Addr, "CLIENT", "KILL", "TYPE", "pubsub"); err != nil {
-		t.Fatal(err)
-	}
-	close(g.Open)
-	idemtest.Recv(t, owner)
-	if r := idemtest.Recv(t, waiter); r.Err != nil || r.V != "from A" {
-		t.Fatalf("B: %+v", r)
-	}
+	storesuite.Wake(t, sa, sb, func() {
+		// Drop every pub/sub connection, then finish while they reconnect.
+		if _, err := redistest.Command(srv.Addr, "CLIENT", "KILL", "TYPE", "pubsub"); err != nil {
+			t.Fatal(err)
+		}
+	})
 }
 
 // Records written by hand with fields missing or garbled are reported as
