@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/idemrt/idem/internal/pgtest"
+	"github.com/idemrt/idem/internal/storesuite"
 	"github.com/idemrt/idem/store/pgstore"
 	"github.com/idemrt/idem/store/storetest"
 )
@@ -38,50 +39,28 @@ func TestLinearizable(t *testing.T) {
 	storetest.Linearizable(t, linearHarness(sharedPool(t)), storetest.LinearOptions{Clients: 5, Keys: 3, Ops: 60, Histories: 8})
 }
 
-// The server is stopped (SIGSTOP) three times during each history, for
-// 150ms, 400ms and 150ms: calls time out, and those sent while it is
-// stopped run when it resumes, after their callers gave up on them.
+// linearFaults runs the fault checks on srv.
+func linearFaults(t testing.TB, srv *pgtest.Server, opTimeout time.Duration) storesuite.LinearFaults {
+	return storesuite.LinearFaults{Harness: linearHarness(newPool(t, srv.DSN("postgres"))), OpTimeout: opTimeout, Indefinite: unknownOutcome}
+}
+
+// The server is paused during each history; see
+// storesuite.LinearizablePaused.
 func TestLinearizablePaused(t *testing.T) {
 	t.Parallel()
 	srv := pgtest.Start(t, pgtest.Options{})
-	pool := newPool(t, srv.DSN("postgres"))
-	st := storetest.Linearizable(t, linearHarness(pool), storetest.LinearOptions{
-		Clients: 5, Keys: 3, Ops: 40, Histories: 3, Think: time.Millisecond,
-		OpTimeout: 300 * time.Millisecond, Indefinite: unknownOutcome,
-		Fault: func(testing.TB) {
-			for _, d := range []time.Duration{150, 400, 150} {
-				time.Sleep(30 * time.Millisecond)
-				srv.Pause()
-				time.Sleep(d * time.Millisecond)
-				srv.Resume()
-			}
-		},
-	})
-	if st.Unknown == 0 {
-		t.Error("no call was left of unknown outcome: the pause missed the histories")
-	}
+	storesuite.LinearizablePaused(t, linearFaults(t, srv, 300*time.Millisecond), srv)
 }
 
-// The server is killed, stays down for 300ms and is restarted (it
-// acknowledges a commit only once it is written) in the middle of each
-// history.
+// The server is killed and restarted (it acknowledges a commit only once
+// it is written) in the middle of each history; see
+// storesuite.LinearizableRestarted.
 func TestLinearizableRestarted(t *testing.T) {
 	t.Parallel()
 	srv := pgtest.Start(t, pgtest.Options{Durable: true})
-	pool := newPool(t, srv.DSN("postgres"))
-	st := storetest.Linearizable(t, linearHarness(pool), storetest.LinearOptions{
-		Clients: 5, Keys: 3, Ops: 40, Histories: 3, Think: time.Millisecond,
-		OpTimeout: 500 * time.Millisecond, Indefinite: unknownOutcome,
-		Fault: func(t testing.TB) {
-			time.Sleep(20 * time.Millisecond)
-			srv.Kill()
-			time.Sleep(300 * time.Millisecond)
-			if err := srv.Restart(); err != nil {
-				t.Error(err)
-			}
-		},
+	storesuite.LinearizableRestarted(t, linearFaults(t, srv, 500*time.Millisecond), srv.Kill, func(t testing.TB) {
+		if err := srv.Restart(); err != nil {
+			t.Error(err)
+		}
 	})
-	if st.Unknown == 0 {
-		t.Error("no call was left of unknown outcome: the restart missed the histories")
-	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/idemrt/idem/internal/redistest"
+	"github.com/idemrt/idem/internal/storesuite"
 	"github.com/idemrt/idem/store/redisstore"
 	"github.com/idemrt/idem/store/storetest"
 )
@@ -59,47 +60,26 @@ func TestLinearizableCluster(t *testing.T) {
 	storetest.Linearizable(t, linearHarness(newClusterClient(t, cl)), storetest.LinearOptions{Clients: 5, Keys: 3, Ops: 60, Histories: 5})
 }
 
-// The server is stopped (SIGSTOP) three times during each history, for
-// 150ms, 400ms and 150ms: calls time out, and those sent while it is stopped
-// run when it resumes, after their callers have given up on them. (150ms is
-// a read timeout plus the store's first repeat of a lost claim: both copies
-// of a claim run at the resume.)
+// linearFaults runs the fault checks on srv through a linearClient.
+func linearFaults(t testing.TB, srv *redistest.Server, opTimeout time.Duration) storesuite.LinearFaults {
+	return storesuite.LinearFaults{Harness: linearHarness(linearClient(t, srv.Addr)), OpTimeout: opTimeout, Indefinite: unknownOutcome}
+}
+
+// The server is paused during each history; see
+// storesuite.LinearizablePaused. (150ms, the shortest pause, is a read
+// timeout plus the store's first repeat of a lost claim: both copies of a
+// claim run at the resume.)
 func TestLinearizablePaused(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t, redistest.Options{})
-	st := storetest.Linearizable(t, linearHarness(linearClient(t, srv.Addr)), storetest.LinearOptions{
-		Clients: 5, Keys: 3, Ops: 40, Histories: 3, Think: time.Millisecond,
-		OpTimeout: 500 * time.Millisecond, Indefinite: unknownOutcome,
-		Fault: func(testing.TB) {
-			for _, d := range []time.Duration{150, 400, 150} {
-				time.Sleep(30 * time.Millisecond)
-				srv.Pause()
-				time.Sleep(d * time.Millisecond)
-				srv.Resume()
-			}
-		},
-	})
-	if st.Unknown == 0 {
-		t.Error("no call was left of unknown outcome: the pause missed the histories")
-	}
+	storesuite.LinearizablePaused(t, linearFaults(t, srv, 500*time.Millisecond), srv)
 }
 
-// The server is killed, stays down for 300ms and is restarted (with every
-// write fsynced before it is acknowledged) in the middle of each history.
+// The server is killed and restarted (with every write fsynced before it
+// is acknowledged) in the middle of each history; see
+// storesuite.LinearizableRestarted.
 func TestLinearizableRestarted(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t, redistest.Options{Persist: true})
-	st := storetest.Linearizable(t, linearHarness(linearClient(t, srv.Addr)), storetest.LinearOptions{
-		Clients: 5, Keys: 3, Ops: 40, Histories: 3, Think: time.Millisecond,
-		OpTimeout: 200 * time.Millisecond, Indefinite: unknownOutcome,
-		Fault: func(testing.TB) {
-			time.Sleep(20 * time.Millisecond)
-			srv.Kill()
-			time.Sleep(300 * time.Millisecond)
-			srv.Restart()
-		},
-	})
-	if st.Unknown == 0 {
-		t.Error("no call was left of unknown outcome: the restart missed the histories")
-	}
+	storesuite.LinearizableRestarted(t, linearFaults(t, srv, 200*time.Millisecond), srv.Kill, func(testing.TB) { srv.Restart() })
 }
