@@ -68,8 +68,8 @@ type Result struct {
 	AllocsPerOp     float64 `json:"allocs_per_op"`
 	BytesPerOp      float64 `json:"bytes_per_op"`
 
-	// RedisCPU is the Redis server's CPU per call of the run (single-node
-	// Redis only).
+	// RedisCPU is the Redis server's CPU per call of the run (Redis
+	// stores only; on a cluster, summed over its masters).
 	RedisCPU *RedisCPU `json:"redis_cpu,omitempty"`
 
 	// Unsafe marks a baseline that does not promise one execution per key

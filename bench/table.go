@@ -14,7 +14,7 @@ func printScenario(w io.Writer, scenario string, results []Result) {
 	cpu := hasRedisCPU(results, scenario)
 	head := "system\tthroughput\tp50\tp99\tp999\tsettle p50\tsettle p99\texecutions/keys\terrors\tstore trips\tops/trip\tallocs/op\t"
 	if cpu {
-		head += "redis CPU/call\tscript calls\tµs/script\tµs/cmd\t"
+		head += "redis CPU/call\tcmdstats/call\tscript calls\tµs/script\tµs/cmd\t"
 	}
 	fmt.Fprintln(tw, head+"vs baselines\t")
 	multi := multiStore(results, scenario)
@@ -64,11 +64,12 @@ func hasRedisCPU(results []Result, scenario string) bool {
 	return false
 }
 
-// redisCPUCells are the Redis CPU columns of a row: server CPU per call,
-// script calls, and µs per script call and per other command.
+// redisCPUCells are the Redis CPU columns of a row: server CPU and
+// commandstats µs per call, script calls, and µs per script call and per
+// other command.
 func redisCPUCells(c *RedisCPU) []string {
 	if c == nil {
-		return []string{noValue, noValue, noValue, noValue}
+		return []string{noValue, noValue, noValue, noValue, noValue}
 	}
 	perScript, perCmd := noValue, noValue
 	if c.ScriptCalls > 0 {
@@ -77,7 +78,7 @@ func redisCPUCells(c *RedisCPU) []string {
 	if c.CommandCalls > 0 {
 		perCmd = micros(c.PerCommandUS)
 	}
-	return []string{micros(c.PerRequestUS), count(c.ScriptCalls), perScript, perCmd}
+	return []string{micros(c.PerRequestUS), micros(c.StatsPerRequestUS), count(c.ScriptCalls), perScript, perCmd}
 }
 
 // ratios lists a result's throughput ratios to the baselines: "1.63× mutex-map, 2.26× poll".

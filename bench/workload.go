@@ -124,7 +124,7 @@ type run struct {
 	nextID   atomic.Int64
 	maxID    int64 // ids below it may have been used (for the checks)
 	progress io.Writer
-	meter    *redisMeter // on a single Redis node: its server CPU
+	meter    *redisMeter // on Redis: the server's CPU
 }
 
 func (r *run) newWorker(work time.Duration) *worker {
