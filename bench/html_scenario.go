@@ -32,6 +32,7 @@ type systemRow struct {
 	P50, P99, P999    string
 	SettleP50         string
 	SettleP99         string
+	SettleMax         string
 	Executions, Keys  string
 	ExecBad           bool
 	RanTwice          string
@@ -115,6 +116,7 @@ func buildSystemRow(res Result, colours map[string]int) systemRow {
 		P999:       micros(res.Latency.P999),
 		SettleP50:  settleMicros(res.Settle, res.Settle.P50),
 		SettleP99:  settleMicros(res.Settle, res.Settle.P99),
+		SettleMax:  settleMicros(res.Settle, res.Settle.Max),
 		Executions: count(res.Executions),
 		Keys:       count(res.KeysCompleted),
 		ExecBad:    res.Executions != res.KeysCompleted || res.ranTwice() > 0,

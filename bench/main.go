@@ -153,12 +153,14 @@ func runScenarios(ctx context.Context, e *env, rep *Report) error {
 		progress = os.Stderr
 	}
 	for _, sc := range cfg.Scenarios {
+		ran := false
 		for _, st := range cfg.Stores {
 			es := e.forStore(st)
 			for _, name := range cfg.Systems {
-				if !runsOn(name, st) {
+				if !runsIn(name, st, sc) {
 					continue
 				}
+				ran = true
 				res, err := runOne(ctx, e, es, sc, name, progress)
 				if err != nil {
 					return err
@@ -169,6 +171,10 @@ func runScenarios(ctx context.Context, e *env, rep *Report) error {
 				rep.Results = append(rep.Results, res)
 			}
 		}
+		if !ran {
+			printSkipped(os.Stdout, sc, cfg.Stores)
+			continue
+		}
 		addRatios(rep.Results)
 		printScenario(os.Stdout, sc, rep.Results)
 	}
@@ -178,7 +184,11 @@ func runScenarios(ctx context.Context, e *env, rep *Report) error {
 // runOne runs system name in scenario sc on es's store.
 func runOne(ctx context.Context, e, es *env, sc, name string, progress *os.File) (Result, error) {
 	st := es.cfg.Store
-	sys, err := newSystem(name, es, sc)
+	newSys := newSystem
+	if sc == "xstorm" {
+		newSys = newMultiSystem
+	}
+	sys, err := newSys(name, es, sc)
 	if err != nil {
 		return Result{}, fmt.Errorf("%s/%s on %s: %w", sc, name, st, err)
 	}

@@ -31,6 +31,8 @@ func TestBadFlags(t *testing.T) {
 		{"-dist", "pareto"},
 		{"-dup", "1.5"},
 		{"-storm", "1"},
+		{"-xstorm", "1"},
+		{"-instances", "0"},
 		{"-scenarios", "unique,nope"},
 		{"-systems", "plain"}, // a Redis-only baseline on the memory store
 		{"-postgres", "postgres://127.0.0.1/db", "-systems", "naive"},
@@ -53,7 +55,8 @@ func TestDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Store != "memory" || len(c.Scenarios) != 5 || len(c.Systems) != 4 || c.Concurrency != 64 || c.StormSize != 1000 {
+	if c.Store != "memory" || len(c.Scenarios) != 6 || len(c.Systems) != 4 || c.Concurrency != 64 || c.StormSize != 1000 ||
+		c.XStormSize != 30 || c.Instances != 3 {
 		t.Fatalf("defaults: %+v", c)
 	}
 	c, err = parseFlags([]string{"-redis", "127.0.0.1:6399", "-scenarios", "unique, replay"}, &bytes.Buffer{})

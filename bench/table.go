@@ -12,7 +12,7 @@ func printScenario(w io.Writer, scenario string, results []Result) {
 	fmt.Fprintf(w, "\n%s\n", scenarioTitle(scenario))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	cpu := hasRedisCPU(results, scenario)
-	head := "system\tthroughput\tp50\tp99\tp999\tsettle p50\tsettle p99\texecutions/keys\terrors\tstore trips\tops/trip\tallocs/op\t"
+	head := "system\tthroughput\tp50\tp99\tp999\tsettle p50\tsettle p99\tsettle max\texecutions/keys\terrors\tstore trips\tops/trip\tallocs/op\t"
 	if cpu {
 		head += "redis CPU/call\tcmdstats/call\tscript calls\tµs/script\tµs/cmd\t"
 	}
@@ -41,7 +41,7 @@ func printScenario(w io.Writer, scenario string, results []Result) {
 		cells := []string{
 			name, rate(r.Throughput),
 			micros(r.Latency.P50), micros(r.Latency.P99), micros(r.Latency.P999),
-			settleMicros(r.Settle, r.Settle.P50), settleMicros(r.Settle, r.Settle.P99),
+			settleMicros(r.Settle, r.Settle.P50), settleMicros(r.Settle, r.Settle.P99), settleMicros(r.Settle, r.Settle.Max),
 			execs, errs, count(r.StoreRoundTrips), opsPerTrip, decimal(r.AllocsPerOp),
 		}
 		if cpu {
@@ -102,8 +102,21 @@ func scenarioTitle(s string) string {
 		return "zipf — a skewed mix of new, in-flight and completed keys"
 	case "slow":
 		return "slow — a slow function; duplicates must wait"
+	case "xstorm":
+		return "xstorm — a storm spread over instances sharing the store; settle is from the owner's completion"
 	}
 	return s
+}
+
+// printSkipped writes why scenario ran on none of stores.
+func printSkipped(w io.Writer, scenario string, stores []string) {
+	why := "no selected system runs it"
+	for _, st := range stores {
+		if n := xstormSkipped(st); scenario == "xstorm" && n != "" {
+			why = n
+		}
+	}
+	fmt.Fprintf(w, "\n%s\n  %s\n", scenarioTitle(scenario), why)
 }
 
 func printTargets(w io.Writer, ts []Target) {

@@ -51,18 +51,23 @@ func (t *tracker) slot(id int64) *keySlot {
 // worker is one caller goroutine's state: its function (bound once, so that
 // calls allocate nothing for it) and its measurements.
 type worker struct {
-	tr      *tracker
-	id      int64 // the key id of the call in progress
-	work    time.Duration
-	fn      workFn
-	lat     hist
-	settle  hist
-	calls   atomic.Int64
-	errors  int64
-	wrong   int64
-	outs    [4]int64
-	_       [64]byte
-	lastErr error
+	tr     *tracker
+	id     int64 // the key id of the call in progress
+	work   time.Duration
+	fn     workFn
+	lat    hist
+	settle hist
+	// settleAny records the settle latency of every call that did not
+	// execute (joined or replayed), not only of those that joined: in the
+	// xstorm scenario a duplicate on another instance may find the result
+	// stored already.
+	settleAny bool
+	calls     atomic.Int64
+	errors    int64
+	wrong     int64
+	outs      [4]int64
+	_         [64]byte
+	lastErr   error
 }
 
 func newWorker(tr *tracker, work time.Duration) *worker {
@@ -106,7 +111,7 @@ func (w *worker) call(ctx context.Context, sys system, prefix string, id int64, 
 	if !slot.ok.Load() {
 		slot.ok.Store(true)
 	}
-	if out == joined {
+	if out == joined || (w.settleAny && out == replayed) {
 		if done := slot.doneAt.Load(); done > 0 {
 			w.settle.record(end.Sub(time.Unix(0, done)))
 		}
@@ -154,6 +159,8 @@ func (r *run) execute(ctx context.Context) (Result, error) {
 		r.slow(ctx, deadline)
 	case "storm":
 		r.storm(ctx, deadline)
+	case "xstorm":
+		r.xstorm(ctx, deadline)
 	default:
 		return Result{}, fmt.Errorf("unknown scenario %q", r.scenario)
 	}
