@@ -122,7 +122,7 @@ func checkReport(t *testing.T, rep Report, scenarios, systems int) {
 			t.Errorf("storm/idem: nobody joined a run: %v", r.Outcomes)
 		}
 	}
-	if len(rep.Targets) != 7 {
+	if len(rep.Targets) != 10 {
 		t.Errorf("%d targets", len(rep.Targets))
 	}
 }
