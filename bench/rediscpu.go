@@ -135,8 +135,17 @@ func isScriptCmd(cmd string) bool {
 }
 
 // redisCPUSince returns the server CPU between before and after, for a run
-// of calls calls.
+// of calls calls, or nil when a counter went backwards: the server
+// restarted, or someone ran CONFIG RESETSTAT, during the run.
 func redisCPUSince(before, after *redisSnap, calls int64) *RedisCPU {
+	if after.cpuSec < before.cpuSec {
+		return nil
+	}
+	for cmd, n := range before.calls {
+		if after.calls[cmd] < n || after.usec[cmd] < before.usec[cmd] {
+			return nil
+		}
+	}
 	c := &RedisCPU{}
 	if calls > 0 {
 		c.PerRequestUS = (after.cpuSec - before.cpuSec) * 1e6 / float64(calls)

@@ -31,6 +31,23 @@ func TestRedisCPUSince(t *testing.T) {
 	}
 }
 
+// Counters that went backwards (a restart, CONFIG RESETSTAT) give no
+// reading rather than a negative one.
+func TestRedisCPUSinceReset(t *testing.T) {
+	before, after := newRedisSnap(), newRedisSnap()
+	before.cpuSec, after.cpuSec = 1, 2
+	before.addCmdStat("evalsha", "calls=30,usec=300")
+	after.addCmdStat("evalsha", "calls=5,usec=50")
+	if c := redisCPUSince(before, after, 10); c != nil {
+		t.Fatalf("after a reset: %+v", c)
+	}
+	before, after = newRedisSnap(), newRedisSnap()
+	before.cpuSec, after.cpuSec = 5, 0.1
+	if c := redisCPUSince(before, after, 10); c != nil {
+		t.Fatalf("after a restart: %+v", c)
+	}
+}
+
 // A cluster's reading is the sum of its masters'.
 func TestRedisSnapAdd(t *testing.T) {
 	a, b := newRedisSnap(), newRedisSnap()
