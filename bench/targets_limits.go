@@ -37,8 +37,8 @@ func redisCPUTarget(cfg Config, results []Result) Target {
 		t.Skipped = needsStore("redis")
 	case r == nil:
 		t.Skipped = needsRuns("unique", "idem")
-	case r.RedisCPU == nil || r.Calls == 0:
-		t.Skipped = "the Redis server's INFO could not be read"
+	case r.RedisCPU == nil || r.Calls == 0 || r.RedisCPU.ScriptCalls+r.RedisCPU.CommandCalls == 0:
+		t.Skipped = "no Redis CPU reading: INFO failed, the server restarted during the run, or it served no command"
 	default:
 		c := r.RedisCPU
 		t.Ratio = c.StatsPerRequestUS / redisCPULimitUS
