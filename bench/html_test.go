@@ -389,7 +389,7 @@ func TestWriteHTMLFixture(t *testing.T) {
 func TestReportTargets(t *testing.T) {
 	cfg := storeConfig("memory")
 	r := &Report{Config: cfg, Results: memoryResults(), OK: true}
-	r.Targets = targets(cfg, r.Results, nil)
+	r.Targets = targets(cfg, r.Results, nil, 2)
 	page := renderHTML(t, r)
 	checkNoNaN(t, page)
 	checkBalanced(t, page)

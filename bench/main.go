@@ -140,7 +140,10 @@ func runAll(ctx context.Context, cfg Config) (*Report, error) {
 		printSizes(os.Stdout, rep.Sizes)
 	}
 	rb := redisBenchmark(ctx, e)
-	rep.Targets = targets(cfg, rep.Results, rb)
+	rep.WorkloadAllocsPerOp = workloadAllocs(e.prefix + "memory:unique:idem:k")
+	fmt.Printf("\nthe workload alone allocates %s per call (its key, the result's ID), counted in every allocs/op above\n",
+		decimal(rep.WorkloadAllocsPerOp))
+	rep.Targets = targets(cfg, rep.Results, rb, rep.WorkloadAllocsPerOp)
 	printTargets(os.Stdout, rep.Targets)
 	printFailures(os.Stdout, rep.Results)
 	rep.Duration = time.Since(rep.Started).Round(time.Millisecond).String()

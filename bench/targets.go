@@ -79,7 +79,9 @@ func needsRuns(scenario string, systems ...string) string {
 // issue 15) against what ran. A target whose runs are missing is reported
 // as skipped, with the flags that would run it. A target on an absolute
 // figure has for ratio the figure over its limit: met at 1 or below.
-func targets(cfg Config, results []Result, rb *redisBenchResult) []Target {
+// workloadAllocs is what the harness's workload allocates per call, left
+// out of the bound on idem's allocations.
+func targets(cfg Config, results []Result, rb *redisBenchResult, workloadAllocs float64) []Target {
 	callers := fmt.Sprintf("%d callers", cfg.Concurrency)
 	return []Target{
 		redisCPUTarget(cfg, results),
@@ -90,7 +92,7 @@ func targets(cfg Config, results []Result, rb *redisBenchResult) []Target {
 			"unique", "idem", "naive", 1, "redis"),
 		stormTarget(cfg, results),
 		xstormTarget(cfg, results),
-		memUniqueTarget(cfg, results),
+		memUniqueTarget(cfg, results, workloadAllocs),
 		ratioTarget(cfg, results, "LRU replay vs replay from Redis", "idem ≥ 20× idem-nocache (replays served by Redis)",
 			"replay", "idem", "idem-nocache", 20, "redis"),
 		ratioTarget(cfg, results, "LRU replay vs singleflight+LRU replay", "idem ≥ 1/2 of singleflight+LRU replay throughput",

@@ -85,13 +85,13 @@ func (w *worker) run(context.Context) (receipt, error) {
 		time.Sleep(w.work)
 	}
 	s.doneAt.Store(time.Now().UnixNano())
-	return receipt{ID: "rcpt-" + strconv.FormatInt(w.id, 10), Amount: 4200}, nil
+	return receipt{ID: keyString("rcpt-", w.id), Amount: 4200}, nil
 }
 
 // call runs one call of key id on sys and records it.
 func (w *worker) call(ctx context.Context, sys system, prefix string, id int64, withOutcome bool, start time.Time) {
 	w.id = id
-	key := prefix + strconv.FormatInt(id, 10)
+	key := keyString(prefix, id)
 	v, out, err := sys.do(ctx, key, w.fn, withOutcome)
 	end := time.Now()
 	w.lat.record(end.Sub(start))
@@ -102,7 +102,7 @@ func (w *worker) call(ctx context.Context, sys system, prefix string, id int64, 
 		w.lastErr = err
 		return
 	}
-	if v.Amount != 4200 || v.ID != "rcpt-"+strconv.FormatInt(id, 10) {
+	if v.Amount != 4200 || !isKeyString(v.ID, "rcpt-", id) {
 		w.wrong++
 		w.lastErr = fmt.Errorf("key %s: wrong result %+v", key, v)
 		return
