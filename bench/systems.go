@@ -114,8 +114,9 @@ func (e *env) redisStore(prefix string) (redis.UniversalClient, *redisstore.Stor
 	return client, st, nil
 }
 
-// pgStore returns a PostgreSQL store on a new table of its own, which
-// closeStore drops: each run starts from an empty table.
+// pgStore returns a PostgreSQL store on a new table of its own (or on
+// e.pgTable, for instances that share it), which closeStore drops: each
+// run starts from an empty table.
 func (e *env) pgStore() (*pgstore.Store, error) {
 	table := e.pgTable
 	if table == "" {
