@@ -22,6 +22,8 @@ type Config struct {
 	Concurrency  int           `json:"concurrency"`
 	Keys         int           `json:"keys"`
 	StormSize    int           `json:"storm_size"`
+	XStormSize   int           `json:"xstorm_size"` // callers per key in the xstorm scenario, over the instances
+	Instances    int           `json:"instances"`   // runtimes sharing the store in the xstorm scenario
 	DupRatio     float64       `json:"dup_ratio"`
 	Dist         string        `json:"dist"` // uniform or zipf
 	Settle       time.Duration `json:"settle"`
@@ -39,7 +41,7 @@ type Config struct {
 	Metrics      string        `json:"metrics,omitempty"` // address to serve Prometheus metrics on
 }
 
-var allScenarios = []string{"unique", "storm", "replay", "zipf", "slow"}
+var allScenarios = []string{"unique", "storm", "replay", "zipf", "slow", "xstorm"}
 
 var memorySystems = []string{"idem", "mutex-map", "singleflight+lru", "poll"}
 
@@ -100,6 +102,8 @@ func defineFlags(fs *flag.FlagSet, c *Config, raw *rawFlags) {
 	fs.IntVar(&c.Concurrency, "concurrency", 64, "concurrent callers")
 	fs.IntVar(&c.Keys, "keys", 10000, "distinct keys in the replay and zipf scenarios")
 	fs.IntVar(&c.StormSize, "storm", 1000, "concurrent callers per key in the storm scenario")
+	fs.IntVar(&c.XStormSize, "xstorm", 30, "concurrent callers per key in the xstorm scenario, spread over -instances")
+	fs.IntVar(&c.Instances, "instances", 3, "instances (runtimes, each with its own store client) sharing the store in the xstorm scenario")
 	fs.Float64Var(&c.DupRatio, "dup", 0.5, "share of calls in the slow scenario that duplicate a key in flight (0..1)")
 	fs.StringVar(&c.Dist, "dist", "zipf", "key distribution of the zipf scenario: uniform or zipf")
 	fs.DurationVar(&c.Settle, "settle", 3*time.Second, "how long a duplicate waits for a run in flight")
@@ -189,6 +193,10 @@ func (c *Config) validate() error {
 		return fmt.Errorf("-keys %d must be positive", c.Keys)
 	case c.StormSize <= 1 || c.StormSize > 100000:
 		return fmt.Errorf("-storm %d must be in 2..100000", c.StormSize)
+	case c.XStormSize < 2 || c.XStormSize > 100000:
+		return fmt.Errorf("-xstorm %d must be in 2..100000", c.XStormSize)
+	case c.Instances < 1 || c.Instances > 64:
+		return fmt.Errorf("-instances %d must be in 1..64", c.Instances)
 	case c.DupRatio < 0 || c.DupRatio > 1:
 		return fmt.Errorf("-dup %v must be in 0..1", c.DupRatio)
 	case c.Dist != "uniform" && c.Dist != "zipf":

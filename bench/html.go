@@ -167,6 +167,7 @@ func configRows(c Config) []keyValue {
 		keyValue{"concurrency", count(int64(c.Concurrency))},
 		keyValue{"keys", count(int64(c.Keys))},
 		keyValue{"storm size", count(int64(c.StormSize))},
+		keyValue{"xstorm size", count(int64(c.XStormSize)) + " over " + plural(c.Instances, "instance", "instances")},
 		keyValue{"dup ratio", decimal(c.DupRatio)},
 		keyValue{"distribution", orNoValue(c.Dist)},
 		keyValue{"settle", duration(c.Settle)},

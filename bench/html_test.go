@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"html"
 	"math"
 	"os"
@@ -381,4 +382,46 @@ func TestWriteHTMLFixture(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("wrote %s", filepath.Join(dir, "report.html"))
+}
+
+// Every target of issue 15 is a row of the page and of report.json, with
+// its status, ratio and, when skipped, the flags that run it.
+func TestReportTargets(t *testing.T) {
+	cfg := storeConfig("memory")
+	r := &Report{Config: cfg, Results: memoryResults(), OK: true}
+	r.Targets = targets(cfg, r.Results, nil, 2)
+	page := renderHTML(t, r)
+	checkNoNaN(t, page)
+	checkBalanced(t, page)
+	text := html.UnescapeString(page)
+	for _, tg := range r.Targets {
+		if !strings.Contains(text, tg.Name) || !strings.Contains(text, tg.Goal) {
+			t.Errorf("page lacks target %q", tg.Name)
+		}
+	}
+	for _, want := range []string{"2 met · 0 not met · 8 skipped", "1.2×", "0.6×", "needs -redis host:port", "settle max"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	dir := t.TempDir()
+	if err := writeJSON(dir, r); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back Report
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if len(back.Targets) != len(r.Targets) {
+		t.Fatalf("report.json: %d targets, want %d", len(back.Targets), len(r.Targets))
+	}
+	for i, tg := range back.Targets {
+		if tg != r.Targets[i] {
+			t.Errorf("report.json target %d: %+v, want %+v", i, tg, r.Targets[i])
+		}
+	}
 }

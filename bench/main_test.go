@@ -31,6 +31,8 @@ func TestBadFlags(t *testing.T) {
 		{"-dist", "pareto"},
 		{"-dup", "1.5"},
 		{"-storm", "1"},
+		{"-xstorm", "1"},
+		{"-instances", "0"},
 		{"-scenarios", "unique,nope"},
 		{"-systems", "plain"}, // a Redis-only baseline on the memory store
 		{"-postgres", "postgres://127.0.0.1/db", "-systems", "naive"},
@@ -53,7 +55,8 @@ func TestDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Store != "memory" || len(c.Scenarios) != 5 || len(c.Systems) != 4 || c.Concurrency != 64 || c.StormSize != 1000 {
+	if c.Store != "memory" || len(c.Scenarios) != 6 || len(c.Systems) != 4 || c.Concurrency != 64 || c.StormSize != 1000 ||
+		c.XStormSize != 30 || c.Instances != 3 {
 		t.Fatalf("defaults: %+v", c)
 	}
 	c, err = parseFlags([]string{"-redis", "127.0.0.1:6399", "-scenarios", "unique, replay"}, &bytes.Buffer{})
@@ -76,7 +79,7 @@ func TestDefaults(t *testing.T) {
 // runShort runs the harness with tiny durations and returns its report.
 func runShort(t *testing.T, extra ...string) Report {
 	dir := t.TempDir()
-	args := append([]string{"-duration", "100ms", "-storm", "40", "-keys", "500", "-concurrency", "16",
+	args := append([]string{"-duration", "100ms", "-storm", "40", "-xstorm", "12", "-keys", "500", "-concurrency", "16",
 		"-slow-work", "5ms", "-no-progress", "-out", dir}, extra...)
 	if code := realMain(args); code != 0 {
 		t.Fatalf("exit code %d", code)
@@ -95,9 +98,12 @@ func runShort(t *testing.T, extra ...string) Report {
 	return rep
 }
 
-func checkReport(t *testing.T, rep Report, scenarios, systems int) {
-	if !rep.OK || len(rep.Results) != scenarios*systems {
-		t.Fatalf("OK %v, %d results", rep.OK, len(rep.Results))
+// checkReport checks that rep is OK with results results, each of which
+// ran every key once, and has every target.
+func checkReport(t *testing.T, rep Report, results int) {
+	t.Helper()
+	if !rep.OK || len(rep.Results) != results {
+		t.Fatalf("OK %v, %d results, want %d", rep.OK, len(rep.Results), results)
 	}
 	for _, r := range rep.Results {
 		if r.Unsafe != (r.System == "naive") {
@@ -118,15 +124,37 @@ func checkReport(t *testing.T, rep Report, scenarios, systems int) {
 		if r.Scenario == "storm" && r.System == "idem" && r.Outcomes["joined"] == 0 {
 			t.Errorf("storm/idem: nobody joined a run: %v", r.Outcomes)
 		}
+		if r.Scenario == "xstorm" && (r.Settle.Count == 0 || r.Settle.Max < r.Settle.P99 || r.Store == "memory") {
+			t.Errorf("xstorm/%s on %s: settle %+v", r.System, r.Store, r.Settle)
+		}
 	}
-	if len(rep.Targets) != 7 {
+	if len(rep.Targets) != 10 {
 		t.Errorf("%d targets", len(rep.Targets))
+	}
+}
+
+// checkTargetsRan fails unless the targets named ran (met or not), and
+// those named in skipped were skipped for a reason that has the flag.
+func checkTargetsRan(t *testing.T, rep Report, ran []string, skipped map[string]string) {
+	t.Helper()
+	for _, name := range ran {
+		if tg := targetByName(t, rep.Targets, name); tg.Skipped != "" || tg.Measured == "" || !(tg.Ratio > 0) {
+			t.Errorf("target %q did not run: %+v", name, tg)
+		}
+	}
+	for name, flag := range skipped {
+		if tg := targetByName(t, rep.Targets, name); !strings.Contains(tg.Skipped, flag) {
+			t.Errorf("target %q: skipped %q, want a mention of %s", name, tg.Skipped, flag)
+		}
 	}
 }
 
 func TestShortRunMemory(t *testing.T) {
 	rep := runShort(t)
-	checkReport(t, rep, 5, 4)
+	checkReport(t, rep, 5*4) // xstorm skipped: it needs a shared store
+	checkTargetsRan(t, rep, []string{"unique keys in memory vs singleflight+LRU", "40-caller duplicate storm"},
+		map[string]string{"Redis server CPU per request": "-redis", "duplicates on instances sharing Redis": "-redis",
+			"Redis unique keys vs the naive baseline": "-redis", "Redis unique keys vs redis-benchmark": "-redis"})
 	if len(rep.Sizes) != 1 || rep.Sizes[0].BytesPerRecord <= 0 || rep.Sizes[0].BytesPerInFlightKey <= 0 {
 		t.Errorf("sizes: %+v", rep.Sizes)
 	}
@@ -134,8 +162,8 @@ func TestShortRunMemory(t *testing.T) {
 
 func TestShortRunPostgres(t *testing.T) {
 	srv := pgtest.Start(t, pgtest.Options{})
-	rep := runShort(t, "-postgres", srv.DSN("postgres"), "-scenarios", "unique,storm,replay")
-	checkReport(t, rep, 3, 4)
+	rep := runShort(t, "-postgres", srv.DSN("postgres"), "-scenarios", "unique,storm,replay,xstorm")
+	checkReport(t, rep, 3*4+2) // xstorm: idem and poll
 	if rep.Machine.Postgres == "" {
 		t.Error("PostgreSQL version missing")
 	}
@@ -176,8 +204,11 @@ func TestShortRunRedisAndPostgres(t *testing.T) {
 
 func TestShortRunRedis(t *testing.T) {
 	srv := redistest.Start(t, redistest.Options{})
-	rep := runShort(t, "-redis", srv.Addr, "-redis-benchmark=false", "-scenarios", "unique,storm,replay")
-	checkReport(t, rep, 3, 5)
+	rep := runShort(t, "-redis", srv.Addr, "-redis-benchmark=false", "-scenarios", "unique,storm,replay,xstorm")
+	checkReport(t, rep, 3*5+2) // xstorm: idem and poll
+	checkTargetsRan(t, rep, []string{"Redis server CPU per request", "Redis unique keys vs a plain client",
+		"Redis unique keys vs the naive baseline", "duplicates on instances sharing Redis"},
+		map[string]string{"unique keys in memory vs singleflight+LRU": "memory store", "Redis unique keys vs redis-benchmark": "redis-benchmark"})
 	if rep.Machine.Redis == "" {
 		t.Error("Redis version missing")
 	}
@@ -192,12 +223,28 @@ func TestShortRunRedis(t *testing.T) {
 	}
 }
 
-// checkRedisCPU checks the Redis server CPU of a result on a single node:
-// idem's claims are script calls, the naive baseline's plain commands.
+// On Redis Cluster, the server CPU is summed over the masters, and the
+// instances of xstorm share the cluster.
+func TestShortRunRedisCluster(t *testing.T) {
+	c := redistest.StartCluster(t, 3)
+	rep := runShort(t, "-redis-cluster", strings.Join(c.Addrs(), ","), "-scenarios", "unique,xstorm", "-systems", "idem,poll")
+	checkReport(t, rep, 2*2)
+	for _, r := range rep.Results {
+		if r.Store != "redis-cluster" {
+			t.Errorf("%s/%s on %s", r.Scenario, r.System, r.Store)
+		}
+		checkRedisCPU(t, r)
+	}
+	checkTargetsRan(t, rep, []string{"Redis server CPU per request", "duplicates on instances sharing Redis"},
+		map[string]string{"Redis unique keys vs a plain client": "-systems idem,plain"})
+}
+
+// checkRedisCPU checks the Redis server CPU of a result on Redis: idem's
+// claims are script calls, the naive baseline's plain commands.
 func checkRedisCPU(t *testing.T, r Result) {
 	t.Helper()
 	c := r.RedisCPU
-	if c == nil || c.PerRequestUS <= 0 {
+	if c == nil || c.PerRequestUS <= 0 || (c.StatsPerRequestUS <= 0 && r.Scenario == "unique") {
 		t.Errorf("%s/%s: Redis CPU %+v", r.Scenario, r.System, c)
 		return
 	}

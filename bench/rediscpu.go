@@ -4,18 +4,27 @@ import (
 	"context"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/redis/go-redis/v9"
 )
 
 // RedisCPU is the Redis server's CPU spent during one system's run of a
 // scenario, from INFO cpu and INFO commandstats read before and after the
-// measured part of the run (single-node Redis only). Server CPU includes
-// the server's own background work, such as expiring keys.
+// measured part of the run; on Redis Cluster, summed over the masters.
+// Server CPU includes the server's own background work, such as expiring
+// keys.
 type RedisCPU struct {
 	// PerRequestUS is µs of server CPU (used_cpu_sys + used_cpu_user) per
 	// call of the run.
 	PerRequestUS float64 `json:"per_request_us"`
+	// StatsPerRequestUS is µs per call of the run that commandstats
+	// charges to the commands the clients sent: the scripts' usec (which
+	// includes the commands they call) when scripts ran, otherwise every
+	// command's. It leaves out background work, and, when scripts ran, the
+	// usec of the few commands sent besides them (SUBSCRIBE for wake-ups):
+	// commandstats cannot tell those from the commands scripts call.
+	StatsPerRequestUS float64 `json:"stats_per_request_us"`
 	// ScriptCalls and PerScriptCallUS are the calls of EVALSHA, EVAL and
 	// FCALL (and their _RO forms) and their mean cost in µs, from
 	// commandstats; the cost includes the commands a script calls.
@@ -34,8 +43,49 @@ type redisSnap struct {
 	usec   map[string]int64
 }
 
-// readRedisSnap reads INFO cpu and INFO commandstats from client.
+func newRedisSnap() *redisSnap {
+	return &redisSnap{calls: map[string]int64{}, usec: map[string]int64{}}
+}
+
+// add adds o's readings to s.
+func (s *redisSnap) add(o *redisSnap) {
+	s.cpuSec += o.cpuSec
+	for cmd, n := range o.calls {
+		s.calls[cmd] += n
+	}
+	for cmd, n := range o.usec {
+		s.usec[cmd] += n
+	}
+}
+
+// readRedisSnap reads INFO cpu and INFO commandstats from client: from
+// every master, summed, when it is a cluster client.
 func readRedisSnap(ctx context.Context, client redis.UniversalClient) (*redisSnap, error) {
+	cc, ok := client.(*redis.ClusterClient)
+	if !ok {
+		return readNodeSnap(ctx, client)
+	}
+	total := newRedisSnap()
+	var mu sync.Mutex
+	err := cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
+		s, err := readNodeSnap(ctx, c)
+		if err == nil {
+			mu.Lock()
+			total.add(s)
+			mu.Unlock()
+		}
+		return err
+	})
+	return total, err
+}
+
+// infoer is a client of one node, or any client for single-node Redis.
+type infoer interface {
+	Info(ctx context.Context, section ...string) *redis.StringCmd
+}
+
+// readNodeSnap reads INFO cpu and INFO commandstats from one node.
+func readNodeSnap(ctx context.Context, client infoer) (*redisSnap, error) {
 	cpu, err := client.Info(ctx, "cpu").Result()
 	if err != nil {
 		return nil, err
@@ -44,7 +94,7 @@ func readRedisSnap(ctx context.Context, client redis.UniversalClient) (*redisSna
 	if err != nil {
 		return nil, err
 	}
-	s := &redisSnap{calls: map[string]int64{}, usec: map[string]int64{}}
+	s := newRedisSnap()
 	for _, line := range strings.Split(cpu+"\n"+stats, "\n") {
 		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
 		if !ok {
@@ -85,15 +135,24 @@ func isScriptCmd(cmd string) bool {
 }
 
 // redisCPUSince returns the server CPU between before and after, for a run
-// of calls calls.
+// of calls calls, or nil when a counter went backwards: the server
+// restarted, or someone ran CONFIG RESETSTAT, during the run.
 func redisCPUSince(before, after *redisSnap, calls int64) *RedisCPU {
+	if after.cpuSec < before.cpuSec {
+		return nil
+	}
+	for cmd, n := range before.calls {
+		if after.calls[cmd] < n || after.usec[cmd] < before.usec[cmd] {
+			return nil
+		}
+	}
 	c := &RedisCPU{}
 	if calls > 0 {
 		c.PerRequestUS = (after.cpuSec - before.cpuSec) * 1e6 / float64(calls)
 	}
 	var scriptUS, cmdUS int64
 	for cmd, n := range after.calls {
-		if cmd == "info" {
+		if cmd == "info" || cmd == "cluster" { // the harness's and the cluster client's own
 			continue
 		}
 		dn, du := n-before.calls[cmd], after.usec[cmd]-before.usec[cmd]
@@ -109,6 +168,13 @@ func redisCPUSince(before, after *redisSnap, calls int64) *RedisCPU {
 	if c.CommandCalls > 0 {
 		c.PerCommandUS = float64(cmdUS) / float64(c.CommandCalls)
 	}
+	if calls > 0 {
+		top := scriptUS
+		if c.ScriptCalls == 0 {
+			top = cmdUS
+		}
+		c.StatsPerRequestUS = float64(top) / float64(calls)
+	}
 	return c
 }
 
@@ -121,9 +187,9 @@ type redisMeter struct {
 }
 
 // newRedisMeter returns a meter for runs on e's store, or nil when that
-// store is not a single Redis node.
+// store is not Redis.
 func newRedisMeter(e *env) *redisMeter {
-	if e.cfg.Store != "redis" {
+	if e.cfg.Store != "redis" && e.cfg.Store != "redis-cluster" {
 		return nil
 	}
 	return &redisMeter{client: e.redisClient()}

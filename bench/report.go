@@ -18,6 +18,10 @@ type Report struct {
 	Results  []Result  `json:"results"`
 	Targets  []Target  `json:"targets"`
 	Sizes    []Sizes   `json:"sizes"`
+	// WorkloadAllocsPerOp is what the harness's own workload allocates per
+	// call (the key, the result's ID), which every result's AllocsPerOp
+	// includes: the direct system, run once per report.
+	WorkloadAllocsPerOp float64 `json:"workload_allocs_per_op"`
 	// OK is false when some system ran a key more than once or gave a call
 	// another key's result; the harness then exits non-zero. An unsafe
 	// baseline's keys that ran twice are listed but do not count.
@@ -68,8 +72,8 @@ type Result struct {
 	AllocsPerOp     float64 `json:"allocs_per_op"`
 	BytesPerOp      float64 `json:"bytes_per_op"`
 
-	// RedisCPU is the Redis server's CPU per call of the run (single-node
-	// Redis only).
+	// RedisCPU is the Redis server's CPU per call of the run (Redis
+	// stores only; on a cluster, summed over its masters).
 	RedisCPU *RedisCPU `json:"redis_cpu,omitempty"`
 
 	// Unsafe marks a baseline that does not promise one execution per key

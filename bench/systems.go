@@ -65,6 +65,9 @@ type env struct {
 	col    *idemprom.Collector // with -metrics: the idem systems' observer
 	pg     *pgxpool.Pool       // with -postgres: the pool every system shares
 	tables *atomic.Int64       // names the PostgreSQL tables of the runs
+	// pgTable, when set, is the table of every PostgreSQL store made
+	// (instances sharing one table); otherwise each gets a new one.
+	pgTable string
 }
 
 // forStore returns e for the runs on store, one of cfg.Stores.
@@ -111,10 +114,14 @@ func (e *env) redisStore(prefix string) (redis.UniversalClient, *redisstore.Stor
 	return client, st, nil
 }
 
-// pgStore returns a PostgreSQL store on a new table of its own, which
-// closeStore drops: each run starts from an empty table.
+// pgStore returns a PostgreSQL store on a new table of its own (or on
+// e.pgTable, for instances that share it), which closeStore drops: each
+// run starts from an empty table.
 func (e *env) pgStore() (*pgstore.Store, error) {
-	table := fmt.Sprintf("idem_bench_%d_%d", time.Now().Unix(), e.tables.Add(1))
+	table := e.pgTable
+	if table == "" {
+		table = fmt.Sprintf("idem_bench_%d_%d", time.Now().Unix(), e.tables.Add(1))
+	}
 	st, err := pgstore.New(context.Background(), e.pg, pgstore.Options{Table: table})
 	if err != nil {
 		return nil, err
@@ -301,6 +308,7 @@ func (s *sfLRU) close()                     {}
 // batching: on PostgreSQL, one statement per round trip.
 type pollSystem struct {
 	n        string
+	inst     string // names this instance in its owners' names
 	st       store.Store
 	client   redis.UniversalClient
 	pg       *pgxpool.Pool
@@ -313,7 +321,8 @@ type pollSystem struct {
 // newPollSystem builds the poll baseline ("plain": polling every
 // millisecond) on the configured store, keys under ns.
 func newPollSystem(name string, e *env, ns string) (system, error) {
-	p := &pollSystem{n: name, interval: e.cfg.PollInterval, settle: e.cfg.Settle, pg: e.pg}
+	p := &pollSystem{n: name, interval: e.cfg.PollInterval, settle: e.cfg.Settle, pg: e.pg,
+		inst: strconv.FormatInt(pollInstances.Add(1), 36)}
 	if name == "plain" {
 		p.interval = time.Millisecond
 	}
@@ -329,12 +338,17 @@ func newPollSystem(name string, e *env, ns string) (system, error) {
 	return p, nil
 }
 
+// pollInstances numbers the poll systems of the process, so that the
+// owners of instances sharing a store (xstorm) never share a name: the
+// store takes a claim by the same owner for a retry of its own.
+var pollInstances atomic.Int64
+
 func (s *pollSystem) name() string { return s.n }
 
 var errSettle = errors.New("settle time ran out")
 
 func (s *pollSystem) do(ctx context.Context, key string, fn workFn, _ bool) (receipt, outcome, error) {
-	owner := "poll-" + strconv.FormatInt(s.owners.Add(1), 36)
+	owner := "poll-" + s.inst + "-" + strconv.FormatInt(s.owners.Add(1), 36)
 	deadline := time.Now().Add(s.settle)
 	polled := false
 	for {

@@ -12,9 +12,9 @@ func printScenario(w io.Writer, scenario string, results []Result) {
 	fmt.Fprintf(w, "\n%s\n", scenarioTitle(scenario))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	cpu := hasRedisCPU(results, scenario)
-	head := "system\tthroughput\tp50\tp99\tp999\tsettle p50\tsettle p99\texecutions/keys\terrors\tstore trips\tops/trip\tallocs/op\t"
+	head := "system\tthroughput\tp50\tp99\tp999\tsettle p50\tsettle p99\tsettle max\texecutions/keys\terrors\tstore trips\tops/trip\tallocs/op\t"
 	if cpu {
-		head += "redis CPU/call\tscript calls\tµs/script\tµs/cmd\t"
+		head += "redis CPU/call\tcmdstats/call\tscript calls\tµs/script\tµs/cmd\t"
 	}
 	fmt.Fprintln(tw, head+"vs baselines\t")
 	multi := multiStore(results, scenario)
@@ -41,7 +41,7 @@ func printScenario(w io.Writer, scenario string, results []Result) {
 		cells := []string{
 			name, rate(r.Throughput),
 			micros(r.Latency.P50), micros(r.Latency.P99), micros(r.Latency.P999),
-			settleMicros(r.Settle, r.Settle.P50), settleMicros(r.Settle, r.Settle.P99),
+			settleMicros(r.Settle, r.Settle.P50), settleMicros(r.Settle, r.Settle.P99), settleMicros(r.Settle, r.Settle.Max),
 			execs, errs, count(r.StoreRoundTrips), opsPerTrip, decimal(r.AllocsPerOp),
 		}
 		if cpu {
@@ -64,11 +64,12 @@ func hasRedisCPU(results []Result, scenario string) bool {
 	return false
 }
 
-// redisCPUCells are the Redis CPU columns of a row: server CPU per call,
-// script calls, and µs per script call and per other command.
+// redisCPUCells are the Redis CPU columns of a row: server CPU and
+// commandstats µs per call, script calls, and µs per script call and per
+// other command.
 func redisCPUCells(c *RedisCPU) []string {
 	if c == nil {
-		return []string{noValue, noValue, noValue, noValue}
+		return []string{noValue, noValue, noValue, noValue, noValue}
 	}
 	perScript, perCmd := noValue, noValue
 	if c.ScriptCalls > 0 {
@@ -77,7 +78,7 @@ func redisCPUCells(c *RedisCPU) []string {
 	if c.CommandCalls > 0 {
 		perCmd = micros(c.PerCommandUS)
 	}
-	return []string{micros(c.PerRequestUS), count(c.ScriptCalls), perScript, perCmd}
+	return []string{micros(c.PerRequestUS), micros(c.StatsPerRequestUS), count(c.ScriptCalls), perScript, perCmd}
 }
 
 // ratios lists a result's throughput ratios to the baselines: "1.63× mutex-map, 2.26× poll".
@@ -101,8 +102,21 @@ func scenarioTitle(s string) string {
 		return "zipf — a skewed mix of new, in-flight and completed keys"
 	case "slow":
 		return "slow — a slow function; duplicates must wait"
+	case "xstorm":
+		return "xstorm — a storm spread over instances sharing the store; settle is from the owner's completion"
 	}
 	return s
+}
+
+// printSkipped writes why scenario ran on none of stores.
+func printSkipped(w io.Writer, scenario string, stores []string) {
+	why := "no selected system runs it"
+	for _, st := range stores {
+		if n := xstormSkipped(st); scenario == "xstorm" && n != "" {
+			why = n
+		}
+	}
+	fmt.Fprintf(w, "\n%s\n  %s\n", scenarioTitle(scenario), why)
 }
 
 func printTargets(w io.Writer, ts []Target) {
