@@ -47,4 +47,9 @@
 // it; once the dead run's lease expires the next delivery runs the handler
 // again. Effects that must not repeat even then need an idempotency key of
 // their own downstream (pass the message key on).
+//
+// A result is replayed until its TTL ends (the runtime's, or idem.WithTTL
+// in Options.CallOptions; 24h by default): a duplicate delivered after that
+// runs again. Keep the TTL longer than the broker redelivers and producers
+// retry.
 package consume

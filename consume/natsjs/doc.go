@@ -33,4 +33,11 @@
 // that dies mid-handler holds its keys until its lease ends, and the
 // redelivery of its message waits (with naks delayed by the lease left)
 // until then.
+//
+// Every delivery counts against the consumer's MaxDeliver, the naks of a
+// message whose key is held elsewhere too: with a MaxDeliver, leave room
+// for them (or use -1, no limit, and rely on Term for messages that must
+// stop). Consume calls the handler of one message at a time, so a duplicate
+// that waits for a run in flight (consume.Options.Settle) holds up the
+// messages behind it meanwhile: keep Settle short for busy consumers.
 package natsjs
