@@ -234,4 +234,15 @@ func TestNewRejectsBadOptions(t *testing.T) {
 	if _, err := natsjs.ForConsumer(nil, natsjs.Options{Consumer: c}); !errors.Is(err, idem.ErrInvalidArgument) {
 		t.Errorf("ForConsumer(nil): %v", err)
 	}
+	a, err := natsjs.New(natsjs.Options{Consumer: c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, err := a.Process(context.Background(), nil, nil); !errors.Is(err, idem.ErrInvalidArgument) || v.Decision != 0 {
+		t.Errorf("Process(nil message): %v %v", v, err)
+	}
+	var none *natsjs.Adapter
+	if _, err := none.Process(context.Background(), newFake("m", 1), nil); !errors.Is(err, idem.ErrInvalidArgument) {
+		t.Errorf("nil adapter: %v", err)
+	}
 }

@@ -4,12 +4,14 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/idemrt/idem"
 	"github.com/idemrt/idem/consume"
 )
 
@@ -57,8 +59,13 @@ func (a *Adapter) Handler(ctx context.Context, h HandlerFunc) jetstream.MessageH
 // documentation). It returns the verdict and the error of the answer. Use
 // it in a Messages().Next() or Fetch loop; a message without JetStream
 // metadata (not from a JetStream consumer) is not answered and its error
-// returned.
+// returned, as is a nil adapter or message (an error matching
+// idem.ErrInvalidArgument).
 func (a *Adapter) Process(ctx context.Context, msg jetstream.Msg, h HandlerFunc) (consume.Verdict, error) {
+	if a == nil || msg == nil {
+		err := fmt.Errorf("%w: natsjs: Process with a nil adapter or message", idem.ErrInvalidArgument)
+		return consume.Verdict{Err: err}, err
+	}
 	md, err := msg.Metadata()
 	if err != nil {
 		return consume.Verdict{Err: err}, err
