@@ -98,13 +98,13 @@ func TestRedeliveryAfterALostAckReplays(t *testing.T) {
 
 func TestSlowHandlerIsKeptInProgress(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, setup{ackWait: 300 * time.Millisecond})
+	e := newEnv(t, setup{ackWait: 500 * time.Millisecond})
 	l := newLedger()
 	a := e.adapter(t, idem.Options{}, consume.Options{}, natsjs.Options{OnVerdict: l.onVerdict, Progress: 100 * time.Millisecond})
 	var mu sync.Mutex
 	deliveries := 0
 	slow := func(ctx context.Context, m *natsjs.Message) error {
-		time.Sleep(1200 * time.Millisecond) // 4 AckWaits
+		time.Sleep(1500 * time.Millisecond) // 3 AckWaits
 		l.effect(m.Key)
 		return nil
 	}
@@ -118,7 +118,7 @@ func TestSlowHandlerIsKeptInProgress(t *testing.T) {
 	if got := l.waitVerdicts(t, "slow", 1); !slices.Equal(got, []string{"ack/executed@1"}) {
 		t.Errorf("verdicts %v", got)
 	}
-	time.Sleep(600 * time.Millisecond) // two more AckWaits: a redelivery would show
+	time.Sleep(time.Second) // two more AckWaits: a redelivery would show
 	e.settled(t)
 	mu.Lock()
 	defer mu.Unlock()
