@@ -42,7 +42,9 @@ type Options struct {
 
 	// AckWait is the consumer's AckWait: how long the server waits for an
 	// acknowledgement before it redelivers. [ForConsumer] reads it from
-	// the consumer's info.
+	// the consumer's info. A consumer with a BackOff list waits its
+	// entries instead after a redelivery: then give the shortest of them
+	// (or set Progress below it).
 	// Default: 30s (the server's default).
 	AckWait time.Duration
 
