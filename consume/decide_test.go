@@ -1,0 +1,203 @@
+package consume_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/idemrt/idem"
+	"github.com/idemrt/idem/consume"
+	"github.com/idemrt/idem/internal/idemtest"
+	"github.com/idemrt/idem/store/memstore"
+)
+
+func TestHeldElsewhereRetriesAfterTheLeaseLeft(t *testing.T) {
+	st := memstore.New(memstore.Options{})
+	t.Cleanup(func() { st.Close() })
+	holder := newConsumer(t, idem.Options{Store: st}, consume.Options{})
+	other := newConsumer(t, idem.Options{Store: st}, consume.Options{Settle: 20 * time.Millisecond, MaxDelay: time.Minute,
+		CallOptions: []idem.CallOption{idem.WithLease(10 * time.Second)}})
+	g := idemtest.NewGate()
+	done := make(chan consume.Verdict, 1)
+	go func() {
+		_, vd := consume.Handle(context.Background(), holder, delivery("m", 1), g.Fn("v", nil))
+		done <- vd
+	}()
+	idemtest.Recv(t, g.Started)
+	var e effect
+	// The holder's lease is the runtime's default (60s): the delay is what
+	// it has left, clamped to MaxDelay.
+	_, vd := consume.Handle(context.Background(), other, delivery("m", 2), e.fn("", nil))
+	check(t, vd, consume.Retry, idem.NoOutcome)
+	if !errors.Is(vd.Err, idem.ErrConflict) || vd.Delay < 30*time.Second || vd.Delay > time.Minute {
+		t.Fatalf("%+v, want a conflict retried after the lease left (about 60s)", vd)
+	}
+	close(g.Open)
+	check(t, idemtest.Recv(t, done), consume.Ack, idem.Executed)
+	_, vd = consume.Handle(context.Background(), other, delivery("m", 3), e.fn("", nil))
+	check(t, vd, consume.Ack, idem.Replayed)
+	e.want(t, 0)
+}
+
+func TestHeldHereFailFastClampsTheDelay(t *testing.T) {
+	c := newConsumer(t, idem.Options{}, consume.Options{MinDelay: 50 * time.Millisecond, MaxDelay: 2 * time.Second,
+		CallOptions: []idem.CallOption{idem.WithSettle(0), idem.WithLease(10 * time.Second)}})
+	g := idemtest.NewGate()
+	defer close(g.Open)
+	go consume.Handle(context.Background(), c, delivery("m", 1), g.Fn("v", nil))
+	idemtest.Recv(t, g.Started)
+	_, vd := consume.Handle(context.Background(), c, delivery("m", 1), g.Fn("w", nil))
+	check(t, vd, consume.Retry, idem.NoOutcome)
+	if !errors.Is(vd.Err, idem.ErrConflict) || vd.Delay != 2*time.Second {
+		t.Fatalf("%+v, want a conflict retried after MaxDelay", vd)
+	}
+}
+
+func TestContextEndedRetriesAtOnce(t *testing.T) {
+	c := newConsumer(t, idem.Options{}, consume.Options{})
+	var e effect
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, vd := consume.Handle(ctx, c, delivery("m", 3), e.fn("", nil))
+	check(t, vd, consume.Retry, idem.NoOutcome)
+	if vd.Delay != 0 || !errors.Is(vd.Err, context.Canceled) {
+		t.Fatalf("%+v", vd)
+	}
+	e.want(t, 0)
+
+	// Ended while the handler runs: retry at once, the handler finishes
+	// and stores its result, the redelivery replays it.
+	ctx, cancel = context.WithCancel(context.Background())
+	g := idemtest.NewGate()
+	res := make(chan consume.Verdict, 1)
+	go func() {
+		_, vd := consume.Handle(ctx, c, delivery("m", 1), g.Fn("v", nil))
+		res <- vd
+	}()
+	idemtest.Recv(t, g.Started)
+	cancel()
+	vd = idemtest.Recv(t, res)
+	if vd.Decision != consume.Retry || vd.Delay != 0 || !errors.Is(vd.Err, context.Canceled) {
+		t.Fatalf("cancelled mid-run: %+v, want a retry at once", vd)
+	}
+	close(g.Open)
+	idemtest.Eventually(t, "the run to store its result", func() bool {
+		st, err := c.Runtime().State(context.Background(), vd.Key)
+		return err == nil && st.Status == idem.KeyCompleted
+	})
+	v, vd := consume.Handle(context.Background(), c, delivery("m", 2), e.fn("", nil))
+	check(t, vd, consume.Ack, idem.Replayed)
+	if v != "v" {
+		t.Fatalf("replayed %q", v)
+	}
+	e.want(t, 0)
+}
+
+func TestClosedRuntimeRetriesAtOnce(t *testing.T) {
+	rt, err := idem.New(idem.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := consume.New(consume.Options{Runtime: rt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var e effect
+	_, vd := consume.Handle(context.Background(), c, delivery("m", 1), e.fn("", nil))
+	if vd.Decision != consume.Retry || vd.Delay != 0 || !errors.Is(vd.Err, idem.ErrClosed) {
+		t.Fatalf("%+v", vd)
+	}
+	e.want(t, 0)
+}
+
+func TestMissingKeyIsNeverRun(t *testing.T) {
+	var logs bytes.Buffer
+	logger := slog.New(slog.NewTextHandler(&logs, nil))
+	term := newConsumer(t, idem.Options{}, consume.Options{Logger: logger})
+	retry := newConsumer(t, idem.Options{}, consume.Options{Logger: logger, MissingKey: consume.Retry, MaxDelay: 7 * time.Second})
+	var e effect
+	_, vd := consume.Handle(context.Background(), term, delivery("", 1), e.fn("", nil))
+	if vd.Decision != consume.Term || !errors.Is(vd.Err, consume.ErrNoKey) || vd.Key != "" {
+		t.Fatalf("%+v", vd)
+	}
+	_, vd = consume.Handle(context.Background(), retry, delivery("", 1), e.fn("", nil))
+	if vd.Decision != consume.Retry || vd.Delay != 7*time.Second || !errors.Is(vd.Err, consume.ErrNoKey) {
+		t.Fatalf("%+v", vd)
+	}
+	e.want(t, 0)
+	if n := strings.Count(logs.String(), "cannot be keyed"); n != 2 {
+		t.Fatalf("%d warnings logged, want 2:\n%s", n, logs.String())
+	}
+}
+
+func TestInvalidKeyTerms(t *testing.T) {
+	c := newConsumer(t, idem.Options{}, consume.Options{})
+	var e effect
+	for _, key := range []string{strings.Repeat("k", 2000), "a\x00b"} {
+		_, vd := consume.Handle(context.Background(), c, delivery(key, 1), e.fn("", nil))
+		if vd.Decision != consume.Term || !errors.Is(vd.Err, idem.ErrInvalidKey) {
+			t.Fatalf("%+v", vd)
+		}
+	}
+	e.want(t, 0)
+}
+
+func TestFingerprintMismatchTerms(t *testing.T) {
+	c := newConsumer(t, idem.Options{}, consume.Options{})
+	var e effect
+	d := delivery("m", 1)
+	d.Fingerprint = []byte("payload-1")
+	_, vd := consume.Handle(context.Background(), c, d, e.fn("", nil))
+	check(t, vd, consume.Ack, idem.Executed)
+	d.Fingerprint = []byte("payload-2")
+	_, vd = consume.Handle(context.Background(), c, d, e.fn("", nil))
+	if vd.Decision != consume.Term || !errors.Is(vd.Err, idem.ErrFingerprintMismatch) {
+		t.Fatalf("%+v", vd)
+	}
+	e.want(t, 1)
+}
+
+func TestBadInputNeverPanics(t *testing.T) {
+	c := newConsumer(t, idem.Options{}, consume.Options{})
+	_, vd := consume.Handle[int](context.Background(), nil, delivery("m", 1), func(context.Context) (int, error) { return 1, nil })
+	if vd.Decision != consume.Retry || !errors.Is(vd.Err, idem.ErrInvalidArgument) || vd.Delay <= 0 {
+		t.Fatalf("nil consumer: %+v", vd)
+	}
+	_, vd = consume.Handle[int](context.Background(), c, delivery("m", 1), nil)
+	if vd.Decision != consume.Retry || !errors.Is(vd.Err, idem.ErrInvalidArgument) || vd.Delay <= 0 {
+		t.Fatalf("nil function: %+v", vd)
+	}
+}
+
+func TestNewRejectsBadOptions(t *testing.T) {
+	rt := idemtest.Runtime(t, idem.Options{})
+	for name, o := range map[string]consume.Options{
+		"no runtime":       {},
+		"negative settle":  {Runtime: rt, Settle: -1},
+		"negative min":     {Runtime: rt, MinDelay: -1},
+		"negative max":     {Runtime: rt, MaxDelay: -time.Second},
+		"min over max":     {Runtime: rt, MinDelay: time.Second, MaxDelay: time.Millisecond},
+		"ack without key":  {Runtime: rt, MissingKey: consume.Ack},
+		"unknown decision": {Runtime: rt, MissingKey: 9},
+	} {
+		if _, err := consume.New(o); !errors.Is(err, idem.ErrInvalidArgument) {
+			t.Errorf("%s: %v, want ErrInvalidArgument", name, err)
+		}
+	}
+	// A MaxDelay under the default MinDelay lowers MinDelay with it.
+	c, err := consume.New(consume.Options{Runtime: rt, MaxDelay: 30 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, vd := consume.Handle(context.Background(), c, delivery("m", 1), func(context.Context) (int, error) { return 0, errors.New("x") })
+	if vd.Delay != 30*time.Millisecond {
+		t.Fatalf("delay %v", vd.Delay)
+	}
+}

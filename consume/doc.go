@@ -1,0 +1,55 @@
+// Package consume makes message consumers idempotent: a broker delivers a
+// message at least once, and the consumer's effects happen once per message
+// key. It is broker-neutral; an adapter (package consume/natsjs for NATS
+// JetStream) turns the broker's delivery into a [Delivery] and the
+// [Verdict] back into the broker's acknowledgement.
+//
+// # One delivery, one decision
+//
+// [Handle] runs the handler through idem.Do under the message's scoped key
+// and decides what the adapter tells the broker:
+//
+//   - [Ack]: the handler ran and its result is stored, or the result (or a
+//     run in flight that settled while this delivery waited) was already
+//     there: a redelivery or a duplicate publish replays instead of running.
+//   - [Retry], after [Verdict.Delay]: the handler failed with a transient
+//     error (nothing is stored, the key is released, so the redelivery runs
+//     it again; the delay grows with the delivery attempt, bounded), or a run
+//     elsewhere holds the key past the settle time (the delay is about what
+//     that holder's lease has left: a live holder settles by then, a dead
+//     one's lease has expired and the next delivery takes the key over). A
+//     store that is down, an overloaded or closed runtime, are retried too.
+//     A consumer shutting down (its context ended) retries with no delay and
+//     never acknowledges a message whose result is not stored.
+//   - [Term]: the handler failed with a permanent error (idem.Permanent, or
+//     the runtime's classifier): idem stores it, the broker is told to give
+//     the message up (dead-letter it), and a duplicate of the message replays
+//     the same error and is given up too. A message that cannot be keyed (no
+//     id and no key function, an invalid key, a key reused for another
+//     payload when fingerprints are given) is given up by default as well:
+//     running it without a key would give up the guarantee silently.
+//
+// The result is acknowledged only after it is stored. An acknowledgement
+// lost on the way is harmless: the broker redelivers, and the redelivery
+// replays the stored result.
+//
+// # Keys and scopes
+//
+// A message's key comes from the broker's message id, or from a key
+// function of the adapter. Keys live in a scope, typically the stream or
+// topic and the consumer group, so two consumer groups that each must see a
+// message never share its key; see [Key] for the idem key built from both.
+//
+// # What is not promised
+//
+// A handler is not a transaction: if its process dies after an effect and
+// before its result is stored, the effect has happened and nothing records
+// it; once the dead run's lease expires the next delivery runs the handler
+// again. Effects that must not repeat even then need an idempotency key of
+// their own downstream (pass the message key on).
+//
+// A result is replayed until its TTL ends (the runtime's, or idem.WithTTL
+// in Options.CallOptions; 24h by default): a duplicate delivered after that
+// runs again. Keep the TTL longer than the broker redelivers and producers
+// retry.
+package consume

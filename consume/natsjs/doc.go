@@ -1,0 +1,43 @@
+// Package natsjs runs NATS JetStream message handlers once per message
+// key: JetStream delivers at least once (a redelivery after a lost or late
+// acknowledgement, a duplicate publish past the stream's duplicate window),
+// and the handler's effects happen once. It adapts package consume to the
+// jetstream package of github.com/nats-io/nats.go.
+//
+// An [Adapter] wraps a [HandlerFunc] into a jetstream.MessageHandler for
+// Consumer.Consume ([Adapter.Handler]), or handles one message from a
+// Messages().Next() or Fetch loop ([Adapter.Process]). For each message it:
+//
+//   - keys it by its Nats-Msg-Id header (the id JetStream's own duplicate
+//     window uses), or by Options.Key, scoped by stream and consumer name
+//     (Options.Scope): a message without a key is never run (see
+//     consume.Options.MissingKey; by default it is terminated, with a
+//     warning logged);
+//   - runs the handler through consume.Handle (idem.Do underneath), and
+//     while it runs (or waits for a duplicate in flight) tells the server
+//     the message is in progress every Options.Progress, a third of the
+//     consumer's AckWait by default, so the server does not redeliver it to
+//     another consumer meanwhile;
+//   - acknowledges the message only after its result is stored (Ack, or
+//     DoubleAck with Options.DoubleAck); an acknowledgement lost on the way
+//     makes the server redeliver, and the redelivery replays the result;
+//   - on a transient error, or a key held by a run elsewhere, naks it with
+//     the verdict's delay (NakWithDelay); when the context ends (the consumer
+//     is shutting down) naks it at once, for another consumer;
+//   - on a permanent error terminates it (TermWithReason): the server never
+//     redelivers it, and a duplicate of it is terminated too.
+//
+// Use a durable consumer: the default scope is its name, so an ephemeral
+// consumer (a new name each time) would not see the keys of the one before
+// it. Give the idem runtime's lease a length close to AckWait: a consumer
+// that dies mid-handler holds its keys until its lease ends, and the
+// redelivery of its message waits (with naks delayed by the lease left)
+// until then.
+//
+// Every delivery counts against the consumer's MaxDeliver, the naks of a
+// message whose key is held elsewhere too: with a MaxDeliver, leave room
+// for them (or use -1, no limit, and rely on Term for messages that must
+// stop). Consume calls the handler of one message at a time, so a duplicate
+// that waits for a run in flight (consume.Options.Settle) holds up the
+// messages behind it meanwhile: keep Settle short for busy consumers.
+package natsjs

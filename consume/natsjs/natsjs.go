@@ -1,0 +1,148 @@
+package natsjs
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/idemrt/idem"
+	"github.com/idemrt/idem/consume"
+)
+
+// MsgIDHeader is the header a message's key is read from by default: the
+// id JetStream's duplicate window is keyed by.
+const MsgIDHeader = jetstream.MsgIDHeader
+
+// Defaults of Options.
+const (
+	// DefaultAckWait is the AckWait assumed when Options.AckWait is zero:
+	// the server's own default.
+	DefaultAckWait = 30 * time.Second
+	// DefaultAckTimeout bounds a DoubleAck.
+	DefaultAckTimeout = 5 * time.Second
+)
+
+// Options configures an [Adapter].
+type Options struct {
+	// Consumer decides about each delivery and holds the idem runtime.
+	// Required.
+	Consumer *consume.Consumer
+
+	// Key returns a message's key; "" means it has none.
+	// Default: the value of its Nats-Msg-Id header.
+	Key func(jetstream.Msg) string
+
+	// Scope returns the scope of a message's key from its metadata.
+	// Default: "<stream>/<consumer>" (names hold no '/'): consumers of one
+	// stream each run a message once. Return the stream alone to run a
+	// message once across consumers.
+	Scope func(*jetstream.MsgMetadata) string
+
+	// AckWait is the consumer's AckWait: how long the server waits for an
+	// acknowledgement before it redelivers. [ForConsumer] reads it from
+	// the consumer's info. A consumer with a BackOff list waits its
+	// entries instead after a redelivery: then give the shortest of them
+	// (or set Progress below it).
+	// Default: 30s (the server's default).
+	AckWait time.Duration
+
+	// Progress is how often a message whose handler is still running is
+	// reported in progress (InProgress), which restarts the server's
+	// AckWait. It must be shorter than AckWait.
+	// Default: AckWait / 3.
+	Progress time.Duration
+
+	// DoubleAck makes the acknowledgement wait for the server's
+	// confirmation (DoubleAck), bounded by AckTimeout; an acknowledgement
+	// that fails is logged and the message is redelivered and replayed.
+	// Default: false (Ack, one publish).
+	DoubleAck bool
+
+	// AckTimeout bounds a DoubleAck. Default: 5s.
+	AckTimeout time.Duration
+
+	// Fingerprint ties each key to the message's payload: a key reused
+	// for a different payload is terminated with idem.ErrFingerprintMismatch
+	// instead of replaying the first message's result.
+	// Default: false.
+	Fingerprint bool
+
+	// OnVerdict, if set, is called after each message is answered with the
+	// verdict and the error of the answer (Ack, Nak or Term): for metrics
+	// and logs. Default: nil.
+	OnVerdict func(m *Message, v consume.Verdict, ackErr error)
+
+	// Logger receives warnings: messages terminated, answers that failed.
+	// Default: slog.Default().
+	Logger *slog.Logger
+}
+
+// Adapter runs JetStream message handlers once per message key. It holds
+// no goroutines of its own (a timer per message in progress) and is safe
+// for concurrent use.
+type Adapter struct {
+	o Options
+}
+
+// New returns an adapter with opts, or an error matching
+// idem.ErrInvalidArgument (a nil Consumer, a negative duration, Progress
+// not shorter than AckWait).
+func New(opts Options) (*Adapter, error) {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: natsjs.Options.%s", idem.ErrInvalidArgument, fmt.Sprintf(format, args...))
+	}
+	if opts.Consumer == nil {
+		return nil, bad("Consumer is nil")
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"AckWait", opts.AckWait}, {"Progress", opts.Progress}, {"AckTimeout", opts.AckTimeout}} {
+		if d.v < 0 {
+			return nil, bad("%s is %v; it must not be negative (zero means the default)", d.name, d.v)
+		}
+	}
+	if opts.AckWait == 0 {
+		opts.AckWait = DefaultAckWait
+	}
+	if opts.Progress == 0 {
+		opts.Progress = opts.AckWait / 3
+	}
+	if opts.Progress >= opts.AckWait {
+		return nil, bad("Progress (%v) must be shorter than AckWait (%v)", opts.Progress, opts.AckWait)
+	}
+	if opts.AckTimeout == 0 {
+		opts.AckTimeout = DefaultAckTimeout
+	}
+	if opts.Key == nil {
+		opts.Key = msgID
+	}
+	if opts.Scope == nil {
+		opts.Scope = defaultScope
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	return &Adapter{o: opts}, nil
+}
+
+// ForConsumer returns an adapter for the messages of c: as [New], with
+// AckWait, when opts leaves it zero, taken from c's cached info (the
+// consumer's configuration when it was created or looked up).
+func ForConsumer(c jetstream.Consumer, opts Options) (*Adapter, error) {
+	if c == nil {
+		return nil, fmt.Errorf("%w: natsjs.ForConsumer with a nil consumer", idem.ErrInvalidArgument)
+	}
+	if opts.AckWait == 0 {
+		if info := c.CachedInfo(); info != nil {
+			opts.AckWait = info.Config.AckWait
+		}
+	}
+	return New(opts)
+}
+
+func msgID(m jetstream.Msg) string { return m.Headers().Get(MsgIDHeader) }
+
+func defaultScope(md *jetstream.MsgMetadata) string { return md.Stream + "/" + md.Consumer }

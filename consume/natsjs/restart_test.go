@@ -1,0 +1,41 @@
+package natsjs_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/idemrt/idem"
+	"github.com/idemrt/idem/consume"
+	"github.com/idemrt/idem/consume/natsjs"
+)
+
+// The server restarts while messages are being handled: the consumer
+// reconnects and goes on; acknowledgements lost in the restart make the
+// server redeliver, and the redeliveries replay. Each message's effect
+// happens once, and none that was published is lost.
+func TestServerRestartMidRun(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, setup{})
+	l := newLedger()
+	a := e.adapter(t, idem.Options{}, consume.Options{}, natsjs.Options{OnVerdict: l.onVerdict})
+	e.consume(t, a.Handler(context.Background(), func(_ context.Context, m *natsjs.Message) error {
+		time.Sleep(10 * time.Millisecond)
+		l.effect(m.Key)
+		return nil
+	}))
+	before, after := keys("a", 40), keys("b", 20)
+	for _, id := range before {
+		e.publish(t, id)
+	}
+	l.waitVerdicts(t, before[5], 1)
+	e.srv.Restart()
+	for _, id := range after {
+		e.publish(t, id) // waits for the client to reconnect
+	}
+	for _, id := range append(before, after...) {
+		l.waitVerdicts(t, id, 1)
+	}
+	e.settled(t)
+	l.exactlyOnce(t, append(before, after...))
+}

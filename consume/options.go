@@ -1,0 +1,144 @@
+package consume
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/idemrt/idem"
+)
+
+// Options configures a [Consumer]. Zero fields take the documented default;
+// negative durations are errors.
+type Options struct {
+	// Runtime runs the handlers and stores their results. Required.
+	Runtime *idem.Runtime
+
+	// Settle is how long a delivery waits for a run of the same key in
+	// flight (a duplicate arriving while the first is handled) before it
+	// gives the message back to the broker with a Retry. Keep it well under
+	// the broker's acknowledgement timeout unless the adapter keeps the
+	// message alive while it waits (natsjs does).
+	// Default: 5s. To fail fast instead, add idem.WithSettle(0) to
+	// CallOptions.
+	Settle time.Duration
+
+	// MinDelay and MaxDelay bound every retry delay: the transient-error
+	// backoff and the wait for a key held elsewhere.
+	// Default: 100ms and 30s.
+	MinDelay, MaxDelay time.Duration
+
+	// Backoff returns the retry delay after a transient error at a
+	// delivery attempt (1 for the first delivery); the answer is clamped to
+	// [MinDelay, MaxDelay].
+	// Default: MinDelay doubled per attempt after the first
+	// (MinDelay × 2^(attempt-1)), so up to MaxDelay.
+	Backoff func(attempt int) time.Duration
+
+	// MissingKey is the decision for a delivery without a key: Term (give
+	// it up) or Retry (leave it to the broker, after MaxDelay, until a
+	// deployment that can key it consumes it, or the broker's own delivery
+	// limit ends it). A message is never run without a key. Every such
+	// delivery is logged at warning level with the reason.
+	// Default: Term.
+	MissingKey Decision
+
+	// CallOptions are added to every idem.Do call, after the consumer's own
+	// (so they win): idem.WithTTL for how long a message's result is
+	// replayed, idem.WithLease, idem.WithCodec, idem.WithClassifier, ...
+	// Default: none.
+	CallOptions []idem.CallOption
+
+	// Logger receives the warnings about deliveries given up for want of a
+	// key. Default: slog.Default().
+	Logger *slog.Logger
+}
+
+// Defaults of Options.
+const (
+	DefaultSettle   = 5 * time.Second
+	DefaultMinDelay = 100 * time.Millisecond
+	DefaultMaxDelay = 30 * time.Second
+)
+
+// ErrNoKey is the error of a delivery that has no key.
+var ErrNoKey = errors.New("consume: the message has no key (no message id and no key function)")
+
+// Consumer turns deliveries into decisions ([Handle]). It holds no
+// goroutines and is safe for concurrent use; build it with [New].
+type Consumer struct {
+	o Options
+}
+
+// New returns a consumer with opts, or an error matching
+// idem.ErrInvalidArgument for a nil runtime, a negative duration, MinDelay
+// over MaxDelay, or a MissingKey other than Term or Retry.
+func New(opts Options) (*Consumer, error) {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: consume.Options.%s", idem.ErrInvalidArgument, fmt.Sprintf(format, args...))
+	}
+	if opts.Runtime == nil {
+		return nil, bad("Runtime is nil")
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"Settle", opts.Settle}, {"MinDelay", opts.MinDelay}, {"MaxDelay", opts.MaxDelay}} {
+		if d.v < 0 {
+			return nil, bad("%s is %v; it must not be negative (zero means the default)", d.name, d.v)
+		}
+	}
+	switch opts.MissingKey {
+	case 0, Term, Retry:
+	default:
+		return nil, bad("MissingKey is %v; it must be Term or Retry", opts.MissingKey)
+	}
+	opts.fillDefaults()
+	if opts.MinDelay > opts.MaxDelay {
+		return nil, bad("MinDelay (%v) is over MaxDelay (%v)", opts.MinDelay, opts.MaxDelay)
+	}
+	return &Consumer{o: opts}, nil
+}
+
+func (o *Options) fillDefaults() {
+	if o.Settle == 0 {
+		o.Settle = DefaultSettle
+	}
+	if o.MinDelay == 0 {
+		o.MinDelay = DefaultMinDelay
+		if o.MaxDelay != 0 {
+			o.MinDelay = min(o.MinDelay, o.MaxDelay)
+		}
+	}
+	if o.MaxDelay == 0 {
+		o.MaxDelay = max(DefaultMaxDelay, o.MinDelay)
+	}
+	if o.MissingKey == 0 {
+		o.MissingKey = Term
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+}
+
+// Runtime returns the consumer's runtime.
+func (c *Consumer) Runtime() *idem.Runtime { return c.o.Runtime }
+
+// backoff is the delay after a transient error at attempt.
+func (c *Consumer) backoff(attempt int) time.Duration {
+	attempt = max(attempt, 1)
+	if c.o.Backoff != nil {
+		return c.clamp(c.o.Backoff(attempt))
+	}
+	d := c.o.MinDelay
+	for i := 1; i < attempt && d < c.o.MaxDelay; i++ {
+		d *= 2
+	}
+	return c.clamp(d)
+}
+
+// clamp bounds d by MinDelay and MaxDelay.
+func (c *Consumer) clamp(d time.Duration) time.Duration {
+	return min(max(d, c.o.MinDelay), c.o.MaxDelay)
+}

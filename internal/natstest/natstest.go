@@ -1,0 +1,131 @@
+// Package natstest starts NATS servers with JetStream inside the test
+// process, on a free loopback port and a store directory of the test's own,
+// for the tests of the NATS adapters. It never connects to a server already
+// running on the machine. A server can be shut down and started again on
+// the same port and store directory (a restart), and is shut down at the
+// end of the test.
+package natstest
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+)
+
+// Timeout bounds a server's start and shutdown.
+const Timeout = 20 * time.Second
+
+// Server is a NATS server with JetStream running in the test process.
+type Server struct {
+	t    testing.TB
+	mu   sync.Mutex
+	srv  *server.Server
+	opts server.Options
+	// URL is the server's client URL, the same across restarts.
+	URL string
+}
+
+// Start starts a server with JetStream on a random loopback port, with its
+// store in a directory of the test's own; the test's cleanup shuts it down.
+func Start(t testing.TB) *Server {
+	t.Helper()
+	s := &Server{t: t, opts: server.Options{
+		Host:      "127.0.0.1",
+		Port:      server.RANDOM_PORT,
+		JetStream: true,
+		StoreDir:  t.TempDir(),
+		NoLog:     true,
+		NoSigs:    true,
+		// No cluster, leaf, gateway or HTTP monitoring listeners.
+		HTTPPort: 0,
+	}}
+	if err := s.start(); err != nil {
+		t.Fatal(err)
+	}
+	addr := s.srv.Addr().String()
+	var port int
+	if _, err := fmt.Sscanf(addr[len("127.0.0.1:"):], "%d", &port); err != nil {
+		t.Fatalf("natstest: server address %q: %v", addr, err)
+	}
+	s.opts.Port = port // restarts take the same port
+	s.URL = "nats://" + addr
+	t.Cleanup(s.Shutdown)
+	return s
+}
+
+func (s *Server) start() error {
+	opts := s.opts
+	srv, err := server.NewServer(&opts)
+	if err != nil {
+		return fmt.Errorf("natstest: new server: %w", err)
+	}
+	srv.Start()
+	if !srv.ReadyForConnections(Timeout) {
+		srv.Shutdown()
+		srv.WaitForShutdown()
+		return fmt.Errorf("natstest: the server was not ready within %v", Timeout)
+	}
+	if !srv.JetStreamEnabled() {
+		srv.Shutdown()
+		srv.WaitForShutdown()
+		return fmt.Errorf("natstest: JetStream is not enabled")
+	}
+	s.mu.Lock()
+	s.srv = srv
+	s.mu.Unlock()
+	return nil
+}
+
+// Shutdown stops the server and waits until it has stopped. Calling it on
+// a stopped server does nothing.
+func (s *Server) Shutdown() {
+	s.mu.Lock()
+	srv := s.srv
+	s.srv = nil
+	s.mu.Unlock()
+	if srv != nil {
+		srv.Shutdown()
+		srv.WaitForShutdown()
+	}
+}
+
+// Restart shuts the server down, if it runs, and starts it again on the
+// same port with the same store directory: streams, consumers and their
+// acknowledged state survive. It retries for a while if the port is not
+// free yet.
+func (s *Server) Restart() {
+	s.t.Helper()
+	s.Shutdown()
+	deadline := time.Now().Add(Timeout)
+	for {
+		err := s.start()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("natstest: restart: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Connect returns a client connection to the server that reconnects
+// without limit (across restarts), closed at the end of the test.
+func (s *Server) Connect(t testing.TB, opts ...nats.Option) *nats.Conn {
+	t.Helper()
+	opts = append([]nats.Option{
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(50 * time.Millisecond),
+		nats.RetryOnFailedConnect(false),
+	}, opts...)
+	nc, err := nats.Connect(s.URL, opts...)
+	if err != nil {
+		t.Fatalf("natstest: connect to %s: %v", s.URL, err)
+	}
+	t.Cleanup(nc.Close)
+	return nc
+}

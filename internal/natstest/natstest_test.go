@@ -1,0 +1,49 @@
+package natstest_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"go.uber.org/goleak"
+
+	"github.com/idemrt/idem/internal/natstest"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+func TestRestartKeepsStreams(t *testing.T) {
+	srv := natstest.Start(t)
+	nc := srv.Connect(t)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), natstest.Timeout)
+	defer cancel()
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "S", Subjects: []string{"s.>"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.Publish(ctx, "s.1", []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	url := srv.URL
+	srv.Restart()
+	if srv.URL != url {
+		t.Fatalf("URL %s after restart, was %s", srv.URL, url)
+	}
+	deadline := time.Now().Add(natstest.Timeout)
+	for {
+		st, err := js.Stream(ctx, "S")
+		if err == nil && st.CachedInfo().State.Msgs == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("stream after restart: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
