@@ -149,16 +149,20 @@ func (d *demo) startConsumers(ctx context.Context) error {
 }
 
 // stopConsumers closes the standard input of every consumer that runs and
-// waits until it exits (kills it after 10s). It returns the first
+// waits until they exit (kills one after 10s). It returns the first
 // consumer's failure.
 func (d *demo) stopConsumers() error {
-	var first error
+	var stopping []string
 	for id, k := range d.kids {
-		if k.done {
-			continue
+		if !k.done {
+			k.done = true
+			_ = k.stdin.Close()
+			stopping = append(stopping, id)
 		}
-		k.done = true
-		_ = k.stdin.Close()
+	}
+	var first error
+	for _, id := range stopping {
+		k := d.kids[id]
 		select {
 		case <-k.exited:
 		case <-time.After(10 * time.Second):
