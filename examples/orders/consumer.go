@@ -100,6 +100,8 @@ func consumeOrders(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
+	// A short buffer: only the message being handled is kept in progress,
+	// and those waiting behind it would be redelivered after AckWait.
 	cc, err := cons.Consume(a.Handler(ctx, b.charge), jetstream.PullMaxMessages(2))
 	if err != nil {
 		return err
