@@ -111,6 +111,7 @@ func (d *demo) explainVictim(ctx context.Context, charged int) error {
 	case 1:
 		fmt.Printf("%s's handler ran %d times (the killed run, stopped before its charge, and the run that took its key over); charged once\n",
 			victim, runs)
+		fmt.Printf("  (here only a kill runs a handler twice, and had it come after the charge, %s would have been charged twice)\n", victim)
 	case 2:
 		fmt.Printf("%s was charged twice: its consumer was killed after the charge and before the result was stored, "+
 			"and nothing can tell that charge from none\n", victim)
