@@ -1,5 +1,5 @@
 # The tests: race detector on, every package, nothing skipped.
-.PHONY: test postgresql vet fmt bench harness quickstart checkout webhooks
+.PHONY: test postgresql vet fmt bench harness quickstart checkout webhooks orders
 
 test: postgresql
 	./scripts/test
@@ -39,3 +39,6 @@ checkout:
 
 webhooks:
 	go run ./examples/webhooks
+
+orders:
+	go run ./examples/orders
