@@ -151,20 +151,20 @@ var replySeeds = map[store.OpKind][]any{
 	store.OpClaim: {
 		[]any{1, 1, 60000, 0},
 		[]any{1, 7, 30000, 1},
-		[]any{2, "3c0:3:86400000:7:2:owner-1fp\"v\"", 86_000_000},
-		[]any{2, "3f0:1:1000:0:0:card declined", 900},
-		[]any{3, "3p1:2:0:1:2:ofp", 1234},
+		[]any{2, "3c03:7:owner-186400000:2:fp\"v\"", 86_000_000},
+		[]any{2, "3f01:0:1000:0:card declined", 900},
+		[]any{3, "3p12:1:o0:2:fp", 1234},
 		[]any{-1, "not a string: hash"},
 		[]any{"1", "7", "30000", "1"},
-		[]any{2, "3c0:3:1000:1:2:ofp\"v\"", -1},
-		[]any{2, "3c0:0:1000:1:2:ofp\"v\"", 5},
-		[]any{2, "3c0:3:1000:1:2:ofp\"v\"", int64(math.MaxInt64)},
-		[]any{3, "3c0:3:1000:1:2:ofp\"v\"", 5},
+		[]any{2, "3c03:1:o1000:2:fp\"v\"", -1},
+		[]any{2, "3c00:1:o1000:2:fp\"v\"", 5},
+		[]any{2, "3c03:1:o1000:2:fp\"v\"", int64(math.MaxInt64)},
+		[]any{3, "3c03:1:o1000:2:fp\"v\"", 5},
 	},
 	store.OpComplete: {
 		[]any{1},
-		[]any{2, "3c0:3:3600000:7:2:owner-1fp\"v\"", 3_599_000},
-		[]any{2, "3f0:3:1000:7:2:owner-1fpcard declined", 900},
+		[]any{2, "3c03:7:owner-13600000:2:fp\"v\"", 3_599_000},
+		[]any{2, "3f03:7:owner-11000:2:fpcard declined", 900},
 		[]any{0},
 		[]any{-1, "garbled v3 header"},
 		[]any{},
@@ -173,12 +173,12 @@ var replySeeds = map[store.OpKind][]any{
 	store.OpRelease: {[]any{1}, []any{0}, []any{"x"}, []any{nil}},
 	store.OpRenew:   {[]any{1}, []any{0}, []any{-1, "not a v3 record"}, []any{5}},
 	store.OpGet: {
-		[]any{2, "3c0:3:86400000:7:2:owner-1fp\"v\"", 86_000_000},
-		[]any{2, "3f0:1:0:0:0:", 0},
+		[]any{2, "3c03:7:owner-186400000:2:fp\"v\"", 86_000_000},
+		[]any{2, "3f01:0:0:0:", 0},
 		[]any{0},
 		[]any{-1, "shorter than its header says"},
-		[]any{2, "3x0:3:1:1:2:ofpv", 1},
-		[]any{2, "3c0:3:1:1:2:ofpv"},
+		[]any{2, "3x03:1:o1:2:fpv", 1},
+		[]any{2, "3c03:1:o1:2:fpv"},
 		[]any{true},
 	},
 	store.OpForget: {[]any{1}, []any{0}, []any{3}, []any{4}, []any{replyError("ERR boom")}},
@@ -386,23 +386,22 @@ func FuzzRecordRoundTrip(f *testing.F) {
 		if !ok {
 			t.Fatalf("prepare(%+v): %v", op, op.Err)
 		}
-		if len(c.args) != 5 {
+		if len(c.args) != 4 {
 			t.Fatalf("finish arguments %#v", c.args)
 		}
-		// The finish script on the owner's in-progress record: ARGV = owner,
-		// fence, the completed value, ttl ms; it stores the value for ttl ms.
-		if got := redisArg(t, c.args[0]); got != owner {
-			t.Fatalf("finish owner %q, want %q", got, owner)
+		// The finish script on the owner's in-progress record: ARGV = the
+		// token's tag, the completed value, ttl ms; it stores the value for
+		// ttl ms when the record holds the tag from byte 3 on.
+		if got, want := redisArg(t, c.args[0]), string(tokenTag(tok)); got != want {
+			t.Fatalf("finish tag %q, want %q", got, want)
 		}
-		if got := luaNumber(t, redisArg(t, c.args[1])); uint64(got) != fence {
-			t.Fatalf("finish fence %d, want %d", got, fence)
-		}
-		if got := luaNumber(t, redisArg(t, c.args[3])); got != ttlMs {
+		if got := luaNumber(t, redisArg(t, c.args[2])); got != ttlMs {
 			t.Fatalf("finish ttl %d ms, want %d", got, ttlMs)
 		}
-		stored := redisArg(t, c.args[2])
-		if p, err := decodeValue([]byte(stored)); err != nil || string(p.owner) != owner || strconv.FormatUint(p.fence, 10) != redisArg(t, c.args[1]) {
-			t.Fatalf("completed value %q: %+v, %v; its owner and fence differ from the script's arguments", stored, p, err)
+		stored := redisArg(t, c.args[1])
+		if p, err := decodeValue([]byte(stored)); err != nil || string(p.owner) != owner || p.fence != fence ||
+			!strings.HasPrefix(stored[3:], redisArg(t, c.args[0])) {
+			t.Fatalf("completed value %q: %+v, %v; its token differs from the script's tag", stored, p, err)
 		}
 		pttl := ttlMs - age
 		_ = serverNow

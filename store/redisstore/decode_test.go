@@ -30,12 +30,12 @@ func TestDecodeUnexpectedReplyIsCorrupt(t *testing.T) {
 	s := &Store{prefix: "idem:"}
 	now := time.Now()
 	replies := map[store.OpKind][][]any{
-		store.OpClaim: {{}, {nil}, {"one"}, {0}, {4}, {2, "3x0:1:0:1:0:ov", int64(1)},
-			{2, "3p0:1:0:1:0:o", int64(1)}, {3, "3c0:1:10:1:0:ov", int64(1)}, {2, "2c0:1:10:1:0:ov", int64(1)}},
-		store.OpComplete: {{}, {nil}, {true}, {3}, {7}, {2, "3p0:1:0:1:0:o", int64(1)}},
+		store.OpClaim: {{}, {nil}, {"one"}, {0}, {4}, {2, "3x01:1:o0:0:v", int64(1)},
+			{2, "3p01:1:o0:0:", int64(1)}, {3, "3c01:1:o10:0:v", int64(1)}, {2, "2c01:1:o10:0:v", int64(1)}},
+		store.OpComplete: {{}, {nil}, {true}, {3}, {7}, {2, "3p01:1:o0:0:", int64(1)}},
 		store.OpRelease:  {{}, {"x"}, {2}},
 		store.OpRenew:    {{}, {5}},
-		store.OpGet:      {{}, {true}, {1}, {3}, {2, "3r0:1:0:1:0:o", int64(1)}, {2, "3c0:1:10:1:0:ov"}},
+		store.OpGet:      {{}, {true}, {1}, {3}, {2, "3r01:1:o0:0:", int64(1)}, {2, "3c01:1:o10:0:v"}},
 		store.OpForget:   {{}, {-2}, {2}, {4}},
 	}
 	for kind, rs := range replies {
@@ -67,7 +67,7 @@ func TestHandSetTimesAreCorrupt(t *testing.T) {
 	}
 	t.Cleanup(func() { s.Close() })
 	maxMs := int64(store.MaxDuration / time.Millisecond)
-	completed := func(ttl int64) string { return "3c0:1:" + strconv.FormatInt(ttl, 10) + ":1:0:o\"v\"" }
+	completed := func(ttl int64) string { return "3c01:1:o" + strconv.FormatInt(ttl, 10) + ":0:\"v\"" }
 	write := func(key, value string, pttl int64) string {
 		rk := s.RecordKey(key)
 		if err := c.Do(ctx, "SET", rk, value, "PX", pttl).Err(); err != nil {
@@ -93,8 +93,8 @@ func TestHandSetTimesAreCorrupt(t *testing.T) {
 		}
 	}
 	// A lease set by hand far away: the lease left overflowed too.
-	for key, v := range map[string]string{"lease-1e300": "3p0:1:1" + strings.Repeat("0", 300) + ":5:0:other",
-		"lease-200y": "3p0:1:0:5:0:other"} {
+	for key, v := range map[string]string{"lease-1e300": "3p01:5:other1" + strings.Repeat("0", 300) + ":0:",
+		"lease-200y": "3p01:5:other0:0:"} {
 		write(key, v, 200*365*86_400_000)
 		res, err := s.Claim(ctx, key, store.ClaimRequest{Owner: "me", Lease: time.Minute, TTL: time.Hour})
 		var ce *CorruptError

@@ -9,13 +9,14 @@ import (
 	"github.com/idemrt/idem/store"
 )
 
-// A record is one Redis string value (format v3), a short text header and
-// then three byte strings whose lengths the header gives:
+// A record is one Redis string value (format v3), a version byte, two
+// state bytes, then three length-prefixed byte strings with a number
+// before the second:
 //
-//	3 <state> <waiters> : <fence> : <ms> : <len owner> : <len fp> : <owner> <fp> <result>
+//	3 <state> <waiters> <fence> : <len owner> : <owner> <ms> : <len fp> : <fp> <result>
 //
-// with no spaces: "3p0:1:86340000:21:32:" then the owner, the fingerprint
-// and (completed only) the result. Its fields:
+// with no spaces, e.g. "3p01:21:" owner "86340000:32:" fingerprint. Its
+// fields:
 //
 //	3        the format version, byte 0: a value that does not start with
 //	         it is no record of this format (corrupt, never misread)
@@ -26,19 +27,23 @@ import (
 //	         reads the waiter set only when it is 1
 //	fence    decimal, at least 1: increases with every claim while the
 //	         record exists
+//	owner    the owner of the claim that holds (p) or produced (c, f) it
 //	ms       decimal milliseconds: in progress, how long the record
 //	         outlives the lease (the lease ends when PTTL falls to ms);
 //	         completed, the TTL it was stored with (so it was stored at
 //	         expiry − ms)
-//	owner    the owner of the claim that holds (p) or produced (c, f) it
 //	fp       the fingerprint of that request
 //	result   completed: the encoded value (c) or error message (f)
 //
-// Times are never written: the record's expiry (PX, by the server's
-// clock) carries both the lease and the completion time, so no script
-// calls TIME and a claim of a new key needs no script at all (see
-// Store.prepare). Bytes 1 and 2 sit at fixed offsets, so a script flips
-// them in place with SETRANGE, keeping the expiry.
+// Numbers are canonical decimals up to 2^53. Times are never written: the
+// record's expiry (PX, by the server's clock) carries both the lease and
+// the completion time, so no script calls TIME and a claim of a new key
+// needs no script at all (see Store.prepare). Bytes 1 and 2 sit at fixed
+// offsets, so a script flips them in place with SETRANGE, keeping the
+// expiry. The token (fence and owner) comes right after them, so the
+// finish script checks that the record is held by the caller's token by
+// comparing bytes 3... with the token's encoding (tokenTag), without
+// parsing the record.
 const (
 	valueVersion = '3'
 	offState     = 1 // SETRANGE offsets used by the scripts
@@ -67,18 +72,30 @@ func (p packed) encode() []byte {
 	if p.waiters {
 		w = '1'
 	}
-	b = append(b, valueVersion, p.state, w, ':')
-	b = strconv.AppendUint(b, p.fence, 10)
-	b = append(b, ':')
+	b = append(b, valueVersion, p.state, w)
+	b = appendToken(b, p.fence, p.owner)
 	b = strconv.AppendInt(b, p.ms, 10)
-	b = append(b, ':')
-	b = strconv.AppendInt(b, int64(len(p.owner)), 10)
 	b = append(b, ':')
 	b = strconv.AppendInt(b, int64(len(p.fp)), 10)
 	b = append(b, ':')
-	b = append(b, p.owner...)
 	b = append(b, p.fp...)
 	return append(b, p.result...)
+}
+
+// appendToken appends <fence>:<len owner>:<owner>, the token part of a
+// record value.
+func appendToken[T string | []byte](b []byte, fence uint64, owner T) []byte {
+	b = strconv.AppendUint(b, fence, 10)
+	b = append(b, ':')
+	b = strconv.AppendInt(b, int64(len(owner)), 10)
+	b = append(b, ':')
+	return append(b, owner...)
+}
+
+// tokenTag is what a record held or completed by tok holds from byte 3
+// on (see the format above).
+func tokenTag(tok store.Token) []byte {
+	return appendToken(make([]byte, 0, 24+len(tok.Owner)), tok.Fence, tok.Owner)
 }
 
 var errNotV3 = errors.New("not a v3 record (a value of another format or application)")
@@ -89,7 +106,7 @@ func decodeValue(v []byte) (packed, error) {
 	if len(v) == 0 || v[0] != valueVersion {
 		return packed{}, errNotV3
 	}
-	if len(v) < 4 || v[3] != ':' {
+	if len(v) < 3 {
 		return packed{}, errors.New("garbled v3 header")
 	}
 	p := packed{state: v[1]}
@@ -105,28 +122,45 @@ func decodeValue(v []byte) (packed, error) {
 	default:
 		return packed{}, fmt.Errorf("waiter flag %q is not 0 or 1", v[2])
 	}
-	rest := v[4:]
-	var nums [4]int64
-	for i := range nums {
-		n, tail, err := headerNumber(rest)
-		if err != nil {
-			return packed{}, err
-		}
-		nums[i], rest = n, tail
+	rest := v[3:]
+	var fl int64
+	var err error
+	if p.fence, p.owner, rest, err = tokenPart(rest); err != nil {
+		return packed{}, err
 	}
-	if nums[0] == 0 {
-		return packed{}, errors.New("fence 0")
+	if p.ms, rest, err = headerNumber(rest); err != nil {
+		return packed{}, err
 	}
-	p.fence, p.ms = uint64(nums[0]), nums[1]
-	ol, fl := nums[2], nums[3]
-	if ol+fl > int64(len(rest)) {
-		return packed{}, fmt.Errorf("shorter than its header says (%d+%d bytes, %d left)", ol, fl, len(rest))
+	if fl, rest, err = headerNumber(rest); err != nil {
+		return packed{}, err
 	}
-	p.owner, p.fp, p.result = rest[:ol], rest[ol:ol+fl], rest[ol+fl:]
+	if fl > int64(len(rest)) {
+		return packed{}, fmt.Errorf("shorter than its header says (%d bytes of fingerprint, %d left)", fl, len(rest))
+	}
+	p.fp, p.result = rest[:fl], rest[fl:]
 	if (p.state == 'p' || p.state == 'r') && len(p.result) > 0 {
 		return packed{}, errors.New("a result after a record in progress or released")
 	}
 	return p, nil
+}
+
+// tokenPart reads <fence>:<len owner>:<owner> from b.
+func tokenPart(b []byte) (uint64, []byte, []byte, error) {
+	fence, rest, err := headerNumber(b)
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	if fence == 0 {
+		return 0, nil, nil, errors.New("fence 0")
+	}
+	ol, rest, err := headerNumber(rest)
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	if ol > int64(len(rest)) {
+		return 0, nil, nil, fmt.Errorf("shorter than its header says (%d bytes of owner, %d left)", ol, len(rest))
+	}
+	return uint64(fence), rest[:ol], rest[ol:], nil
 }
 
 // headerNumber reads one canonical decimal (no sign, no leading zero, at

@@ -215,11 +215,11 @@ func TestInspectCorrupt(t *testing.T) {
 		"string":    func(rk string) error { return c.Set(bg, rk, "x", time.Minute).Err() },
 		"list":      func(rk string) error { return c.RPush(bg, rk, "x").Err() },
 		"v2-hash":   func(rk string) error { return c.HSet(bg, rk, "st", "c", "fen", "1", "res", "v", "ca", "1").Err() },
-		"bad-state": func(rk string) error { return c.Set(bg, rk, "3z0:1:0:1:0:o", time.Minute).Err() },
-		"short":     func(rk string) error { return c.Set(bg, rk, "3p0:1:0:9:0:o", time.Minute).Err() },
-		"no-ttl":    func(rk string) error { return c.Set(bg, rk, "3c0:1:60000:1:0:ov", 0).Err() },
-		"no-fence":  func(rk string) error { return c.Set(bg, rk, "3c0::60000:1:0:ov", time.Minute).Err() },
-		"fence-0":   func(rk string) error { return c.Set(bg, rk, "3p0:0:0:1:0:o", time.Minute).Err() },
+		"bad-state": func(rk string) error { return c.Set(bg, rk, "3z01:1:o0:0:", time.Minute).Err() },
+		"short":     func(rk string) error { return c.Set(bg, rk, "3p01:9:o", time.Minute).Err() },
+		"no-ttl":    func(rk string) error { return c.Set(bg, rk, "3c01:1:o60000:0:v", 0).Err() },
+		"no-fence":  func(rk string) error { return c.Set(bg, rk, "3c0:1:o60000:0:v", time.Minute).Err() },
+		"fence-0":   func(rk string) error { return c.Set(bg, rk, "3p00:1:o0:0:", time.Minute).Err() },
 	}
 	for key, write := range cases {
 		rk := s.RecordKey(key)

@@ -34,38 +34,54 @@ import "github.com/redis/go-redis/v9"
 //
 // Replies are arrays whose first element is a code; -1 means the record is
 // corrupt and the second element says why. Every script reads the record
-// through record() (luaRecord), which finds it corrupt when the Redis key
-// is not a string (another application's hash at the record's name, say)
-// or holds a value that is no v3 record: the script then answers -1,
-// before any write, never with Redis's WRONGTYPE error, which would read as
-// an outage, and never as the nearest state. A waiter set of another type
-// is corrupt the same way, before the claim or finish that would use it
-// writes anything. Replies that carry a record carry its whole value, which
-// the client decodes again (decodeValue) and checks as strictly.
+// through get() and parse() (luaRecord), which find it corrupt when the
+// Redis key is not a string (another application's hash at the record's
+// name, say) or holds a value that is no v3 record: the script then
+// answers -1, before any write, never with Redis's WRONGTYPE error, which
+// would read as an outage, and never as the nearest state. Two paths skip
+// parse(), to keep the common transitions cheap: a completed record is
+// passed to the client, which decodes it (decodeValue) as strictly; and
+// finish writes over a record that starts with the caller's own token
+// (see finishScript) without reading the rest. A waiter set of another
+// type is corrupt the same way, before the claim or finish that would use
+// it writes anything.
 
-// luaRecord defines record(): the value of KEYS[1] parsed, false for an
-// absent key, or nil and the reason the key is no record the store can
-// read; and pttl(): KEYS[1]'s PTTL, or nil when it has no expiry.
+// luaRecord defines get(): KEYS[1]'s value, false when absent, or nil
+// and the reason when the key is no string; parse(v): the value parsed,
+// or nil and the reason it is no record the store can read; record():
+// both; pttl(): KEYS[1]'s PTTL, or nil when it has no expiry. Replies that
+// carry a completed record pass its value on unparsed (a claim, a get):
+// the client decodes it and finds it corrupt as strictly.
 const luaRecord = `
-local function record()
+local function get()
   local v = redis.pcall('GET', KEYS[1])
   if type(v) == 'table' and v.err then return nil, 'not a string: ' .. redis.call('TYPE', KEYS[1]).ok end
-  if not v then return false end
-  local st, w, fen, ms, ol, fl, at = string.match(v, '^3([pcfr])([01]):([1-9]%d*):(%d+):(%d+):(%d+):()')
+  return v or false
+end
+local function parse(v)
+  local st, w, fen, ol, at = string.match(v, '^3([pcfr])([01])([1-9]%d*):(%d+):()')
   if not st then
     if string.sub(v, 1, 1) ~= '3' then return nil, 'not a v3 record (a value of another format or application)' end
     return nil, 'garbled v3 header'
   end
-  if #fen > 16 or #ms > 16 or #ol > 16 or #fl > 16 then return nil, 'a number of the header is too long' end
-  ol, fl = tonumber(ol), tonumber(fl)
-  if tonumber(fen) > 9007199254740992 or tonumber(ms) > 9007199254740992 or ol + fl > 9007199254740992 then
+  if #fen > 16 or #ol > 16 then return nil, 'a number of the header is too long' end
+  ol = tonumber(ol)
+  local own = string.sub(v, at, at + ol - 1)
+  if #own < ol then return nil, 'shorter than its header says' end
+  local ms, fl, at2 = string.match(v, '^(%d+):(%d+):()', at + ol)
+  if not ms then return nil, 'garbled v3 header' end
+  if #ms > 16 or #fl > 16 or tonumber(fen) > 9007199254740992 or tonumber(ms) > 9007199254740992 then
     return nil, 'a number of the header is too long'
   end
-  local tail = at + ol + fl
+  local tail = at2 + tonumber(fl)
   if tail - 1 > #v then return nil, 'shorter than its header says' end
   if (st == 'p' or st == 'r') and tail <= #v then return nil, 'a result after a record in progress or released' end
-  return {v = v, st = st, w = w, fen = fen, ms = tonumber(ms), own = string.sub(v, at, at + ol - 1),
-    fp = string.sub(v, at + ol, tail - 1)}
+  return {v = v, st = st, w = w, fen = fen, ms = tonumber(ms), own = own, fp = string.sub(v, at2, tail - 1)}
+end
+local function record()
+  local v, bad = get()
+  if not v then return v, bad end
+  return parse(v)
 end
 local function pttl()
   local t = redis.call('PTTL', KEYS[1])
@@ -84,26 +100,29 @@ end
 //	{2, value, pttl}                        completed
 //	{3, value, lease left ms}               in progress (value: the holder's)
 //
-// redis.calls: new key GET, PSETEX; our own claim again GET, PTTL;
-// completed GET, PTTL; in progress GET, PTTL, and with a waiter SADD,
-// PEXPIRE, and SETRANGE when the waiter flag was 0; takeover or released
-// GET, PTTL, PSETEX.
+// redis.calls: new key GET, PSETEX; completed GET, PTTL; our own claim
+// again GET, PTTL; in progress GET, PTTL, and with a waiter SADD, PEXPIRE,
+// and SETRANGE when the waiter flag was 0; takeover or released GET, PTTL,
+// PSETEX.
 const claimSrc = luaRecord + `
-local r, bad = record()
-if r == nil then return {-1, bad} end
+local v, bad = get()
+if v == nil then return {-1, bad} end
 local lease = tonumber(ARGV[2])
 local keep = math.max(tonumber(ARGV[3]), lease)
 local function held(fen, w, px)
-  redis.call('PSETEX', KEYS[1], px, '3p' .. w .. ':' .. fen .. ':' .. (px - lease) .. ':' ..
-    #ARGV[1] .. ':' .. #ARGV[4] .. ':' .. ARGV[1] .. ARGV[4])
+  redis.call('PSETEX', KEYS[1], px, '3p' .. w .. fen .. ':' .. #ARGV[1] .. ':' .. ARGV[1] ..
+    (px - lease) .. ':' .. #ARGV[4] .. ':' .. ARGV[4])
 end
-if not r then
+if not v then
   held(1, '0', keep)
   return {1, 1, lease, 0}
 end
+local head = string.sub(v, 1, 2)
+if head == '3c' or head == '3f' then return {2, v, redis.call('PTTL', KEYS[1])} end
+local r, bad = parse(v)
+if not r then return {-1, bad} end
 local pt = pttl()
 if not pt then return {-1, 'record has no TTL'} end
-if r.st == 'c' or r.st == 'f' then return {2, r.v, pt} end
 local takeover, w = 0, '0'
 if r.st == 'p' then
   local left = pt - r.ms
@@ -127,8 +146,11 @@ return {1, fen, lease, takeover}
 var claimScript = redis.NewScript(claimSrc)
 
 // finishScript completes or releases a claim and wakes the waiters of
-// other instances. ARGV = owner, fence, the completed value ("" to
-// release), ttl ms, inbox channel prefix. Replies:
+// other instances. ARGV = the token's tag (tokenTag: fence and owner as
+// the record holds them from byte 3 on), the completed value ("" to
+// release), ttl ms, inbox channel prefix. The record is the caller's when
+// it starts with "3", its state, a waiter flag and the tag: then the
+// script writes without parsing the rest, which it replaces. Replies:
 //
 //	{1}                        done
 //	{2, value, pttl}           our own completion, replayed
@@ -138,31 +160,38 @@ var claimScript = redis.NewScript(claimSrc)
 // waiter flag set also SMEMBERS, a PUBLISH per waiter and DEL; a replayed
 // completion GET, PTTL.
 const finishSrc = luaRecord + `
-local r, bad = record()
-if r == nil then return {-1, bad} end
-if r and r.st == 'p' and r.own == ARGV[1] and r.fen == ARGV[2] then
+local v, bad = get()
+if v == nil then return {-1, bad} end
+local st, w = '', ''
+if v and string.sub(v, 1, 1) == '3' and string.sub(v, 4, 3 + #ARGV[1]) == ARGV[1] then
+  st, w = string.sub(v, 2, 2), string.sub(v, 3, 3)
+end
+if st == 'p' and (w == '0' or w == '1') then
   local ws = {}
-  if r.w == '1' then
+  if w == '1' then
     ws = redis.pcall('SMEMBERS', KEYS[2])
     if ws.err then return {-1, notSet()} end
   end
-  if ARGV[3] == '' then
+  if ARGV[2] == '' then
     redis.call('SETRANGE', KEYS[1], 1, 'r0')
   else
-    redis.call('PSETEX', KEYS[1], ARGV[4], ARGV[3])
+    redis.call('PSETEX', KEYS[1], ARGV[3], ARGV[2])
   end
   for _, m in ipairs(ws) do
     local i = string.find(m, ':', 1, true)
-    if i then redis.call('PUBLISH', ARGV[5] .. string.sub(m, 1, i - 1), string.sub(m, i + 1)) end
+    if i then redis.call('PUBLISH', ARGV[4] .. string.sub(m, 1, i - 1), string.sub(m, i + 1)) end
   end
-  if r.w == '1' then redis.call('DEL', KEYS[2]) end
+  if w == '1' then redis.call('DEL', KEYS[2]) end
   return {1}
 end
-if ARGV[3] == '' then
+local r, bad = v
+if v then r, bad = parse(v) end
+if r == nil then return {-1, bad} end
+if ARGV[2] == '' then
   if not r or r.st == 'r' then return {1} end
   return {0}
 end
-if r and (r.st == 'c' or r.st == 'f') and r.own == ARGV[1] and r.fen == ARGV[2] then
+if r and (r.st == 'c' or r.st == 'f') and st == r.st then
   local pt = pttl()
   if not pt then return {-1, 'record has no TTL'} end
   return {2, r.v, pt}
@@ -183,8 +212,8 @@ if r and r.st == 'p' and r.own == ARGV[1] and r.fen == ARGV[2] then
   if not pt then return {-1, 'record has no TTL'} end
   local lease = tonumber(ARGV[3])
   local px = math.max(pt, lease)
-  redis.call('PSETEX', KEYS[1], px, '3p' .. r.w .. ':' .. r.fen .. ':' .. (px - lease) .. ':' ..
-    #r.own .. ':' .. #r.fp .. ':' .. r.own .. r.fp)
+  redis.call('PSETEX', KEYS[1], px, '3p' .. r.w .. r.fen .. ':' .. #r.own .. ':' .. r.own ..
+    (px - lease) .. ':' .. #r.fp .. ':' .. r.fp)
   return {1}
 end
 return {0}
@@ -195,12 +224,14 @@ var renewScript = redis.NewScript(renewSrc)
 // getScript reads a completed record. Replies {2, value, pttl} or {0}
 // (none). redis.calls: GET, and PTTL when completed.
 const getSrc = luaRecord + `
-local r, bad = record()
-if r == nil then return {-1, bad} end
-if not r or (r.st ~= 'c' and r.st ~= 'f') then return {0} end
-local pt = pttl()
-if not pt then return {-1, 'record has no TTL'} end
-return {2, r.v, pt}
+local v, bad = get()
+if v == nil then return {-1, bad} end
+if not v then return {0} end
+local head = string.sub(v, 1, 2)
+if head == '3c' or head == '3f' then return {2, v, redis.call('PTTL', KEYS[1])} end
+local r, bad = parse(v)
+if not r then return {-1, bad} end
+return {0}
 `
 
 var getScript = redis.NewScript(getSrc)
@@ -232,10 +263,10 @@ const inspectSrc = luaRecord + `
 local r, bad = record()
 if r == nil then return {-1, bad} end
 if not r or r.st == 'r' then return {0} end
+if r.st ~= 'p' then return {2, r.v, redis.call('PTTL', KEYS[1])} end
 local pt = pttl()
 if not pt then return {-1, 'record has no TTL'} end
-if r.st == 'p' then return {1, r.v, math.max(pt - r.ms, 0)} end
-return {2, r.v, pt}
+return {1, r.v, math.max(pt - r.ms, 0)}
 `
 
 var inspectScript = redis.NewScript(inspectSrc)
