@@ -34,7 +34,7 @@ import "github.com/redis/go-redis/v9"
 //
 // Replies are arrays whose first element is a code; -1 means the record is
 // corrupt and the second element says why. Every script reads the record
-// through get() and parse() (luaRecord), which find it corrupt when the
+// with luaGet and parses it with record() (luaRecord), which finds it corrupt when the
 // Redis key is not a string (another application's hash at the record's
 // name, say) or holds a value that is no v3 record: the script then
 // answers -1, before any write, never with Redis's WRONGTYPE error, which
@@ -46,18 +46,21 @@ import "github.com/redis/go-redis/v9"
 // type is corrupt the same way, before the claim or finish that would use
 // it writes anything.
 
-// luaRecord defines get(): KEYS[1]'s value, false when absent, or nil
-// and the reason when the key is no string; parse(v): the value parsed,
-// or nil and the reason it is no record the store can read; record():
-// both; pttl(): KEYS[1]'s PTTL, or nil when it has no expiry. Replies that
-// carry a completed record pass its value on unparsed (a claim, a get):
-// the client decodes it and finds it corrupt as strictly.
+// luaGet starts every script: v is KEYS[1]'s value, false when absent, or
+// an error table when the key is no string. Each script's common path
+// follows it, before luaRecord defines the functions the other paths use
+// (a closure made on every call costs server CPU too).
+const luaGet = `
+local v = redis.pcall('GET', KEYS[1])
+`
+
+// luaRecord defines parse(v): the value parsed, or nil and the reason it
+// is no record the store can read; record(): v parsed, false when absent,
+// or nil and the reason (the key is no string, or parse's); pttl():
+// KEYS[1]'s PTTL, or nil when it has no expiry. Replies that carry a
+// completed record pass its value on unparsed (a claim, a get): the client
+// decodes it and finds it corrupt as strictly.
 const luaRecord = `
-local function get()
-  local v = redis.pcall('GET', KEYS[1])
-  if type(v) == 'table' and v.err then return nil, 'not a string: ' .. redis.call('TYPE', KEYS[1]).ok end
-  return v or false
-end
 local function parse(v)
   local st, w, fen, ol, at = string.match(v, '^3([pcfr])([01])([1-9]%d*):(%d+):()')
   if not st then
@@ -79,8 +82,8 @@ local function parse(v)
   return {v = v, st = st, w = w, fen = fen, ms = tonumber(ms), own = own, fp = string.sub(v, at2, tail - 1)}
 end
 local function record()
-  local v, bad = get()
-  if not v then return v, bad end
+  if type(v) == 'table' then return nil, 'not a string: ' .. redis.call('TYPE', KEYS[1]).ok end
+  if not v then return false end
   return parse(v)
 end
 local function pttl()
@@ -104,22 +107,19 @@ end
 // again GET, PTTL; in progress GET, PTTL, and with a waiter SADD, PEXPIRE,
 // and SETRANGE when the waiter flag was 0; takeover or released GET, PTTL,
 // PSETEX.
-const claimSrc = luaRecord + `
-local v, bad = get()
-if v == nil then return {-1, bad} end
+const claimSrc = luaGet + `
 local lease = tonumber(ARGV[2])
 local keep = math.max(tonumber(ARGV[3]), lease)
-local function held(fen, w, px)
-  redis.call('PSETEX', KEYS[1], px, '3p' .. w .. fen .. ':' .. #ARGV[1] .. ':' .. ARGV[1] ..
-    (px - lease) .. ':' .. #ARGV[4] .. ':' .. ARGV[4])
-end
-if not v then
-  held(1, '0', keep)
+if v == false then
+  redis.call('PSETEX', KEYS[1], keep, '3p01:' .. #ARGV[1] .. ':' .. ARGV[1] .. (keep - lease) .. ':' .. #ARGV[4] .. ':' .. ARGV[4])
   return {1, 1, lease, 0}
 end
-local head = string.sub(v, 1, 2)
-if head == '3c' or head == '3f' then return {2, v, redis.call('PTTL', KEYS[1])} end
-local r, bad = parse(v)
+if type(v) == 'string' then
+  local head = string.sub(v, 1, 2)
+  if head == '3c' or head == '3f' then return {2, v, redis.call('PTTL', KEYS[1])} end
+end
+` + luaRecord + `
+local r, bad = record()
 if not r then return {-1, bad} end
 local pt = pttl()
 if not pt then return {-1, 'record has no TTL'} end
@@ -138,9 +138,11 @@ if r.st == 'p' then
   end
   takeover, w = 1, r.w
 end
-local fen = tonumber(r.fen) + 1
-held(string.format('%d', fen), w, math.max(pt, keep))
-return {1, fen, lease, takeover}
+local fen = string.format('%d', tonumber(r.fen) + 1)
+local px = math.max(pt, keep)
+redis.call('PSETEX', KEYS[1], px, '3p' .. w .. fen .. ':' .. #ARGV[1] .. ':' .. ARGV[1] ..
+  (px - lease) .. ':' .. #ARGV[4] .. ':' .. ARGV[4])
+return {1, tonumber(fen), lease, takeover}
 `
 
 var claimScript = redis.NewScript(claimSrc)
@@ -159,13 +161,16 @@ var claimScript = redis.NewScript(claimSrc)
 // redis.calls: complete GET, PSETEX; release GET, SETRANGE; with the
 // waiter flag set also SMEMBERS, a PUBLISH per waiter and DEL; a replayed
 // completion GET, PTTL.
-const finishSrc = luaRecord + `
-local v, bad = get()
-if v == nil then return {-1, bad} end
+const finishSrc = luaGet + `
 local st, w = '', ''
-if v and string.sub(v, 1, 1) == '3' and string.sub(v, 4, 3 + #ARGV[1]) == ARGV[1] then
+if type(v) == 'string' and string.sub(v, 1, 1) == '3' and string.sub(v, 4, 3 + #ARGV[1]) == ARGV[1] then
   st, w = string.sub(v, 2, 2), string.sub(v, 3, 3)
 end
+if st == 'p' and w == '0' and ARGV[2] ~= '' then
+  redis.call('PSETEX', KEYS[1], ARGV[3], ARGV[2])
+  return {1}
+end
+` + luaRecord + `
 if st == 'p' and (w == '0' or w == '1') then
   local ws = {}
   if w == '1' then
@@ -184,8 +189,7 @@ if st == 'p' and (w == '0' or w == '1') then
   if w == '1' then redis.call('DEL', KEYS[2]) end
   return {1}
 end
-local r, bad = v
-if v then r, bad = parse(v) end
+local r, bad = record()
 if r == nil then return {-1, bad} end
 if ARGV[2] == '' then
   if not r or r.st == 'r' then return {1} end
@@ -204,7 +208,7 @@ var finishScript = redis.NewScript(finishSrc)
 // renewScript renews a lease. ARGV = owner, fence, lease ms. Replies {1}
 // or {0} (lease lost). redis.calls: GET, PTTL, PSETEX (the same value with
 // the lease's new offset; the record lives at least the lease).
-const renewSrc = luaRecord + `
+const renewSrc = luaGet + luaRecord + `
 local r, bad = record()
 if r == nil then return {-1, bad} end
 if r and r.st == 'p' and r.own == ARGV[1] and r.fen == ARGV[2] then
@@ -223,13 +227,14 @@ var renewScript = redis.NewScript(renewSrc)
 
 // getScript reads a completed record. Replies {2, value, pttl} or {0}
 // (none). redis.calls: GET, and PTTL when completed.
-const getSrc = luaRecord + `
-local v, bad = get()
-if v == nil then return {-1, bad} end
-if not v then return {0} end
-local head = string.sub(v, 1, 2)
-if head == '3c' or head == '3f' then return {2, v, redis.call('PTTL', KEYS[1])} end
-local r, bad = parse(v)
+const getSrc = luaGet + `
+if v == false then return {0} end
+if type(v) == 'string' then
+  local head = string.sub(v, 1, 2)
+  if head == '3c' or head == '3f' then return {2, v, redis.call('PTTL', KEYS[1])} end
+end
+` + luaRecord + `
+local r, bad = record()
 if not r then return {-1, bad} end
 return {0}
 `
@@ -241,7 +246,7 @@ var getScript = redis.NewScript(getSrc)
 // that its fence keeps rising, and is left), {3} in progress.
 // redis.calls: GET, and DEL of the record and its waiter set when
 // completed.
-const forgetSrc = luaRecord + `
+const forgetSrc = luaGet + luaRecord + `
 local r, bad = record()
 if r == nil then return {-1, bad} end
 if not r or r.st == 'r' then return {0} end
@@ -259,7 +264,7 @@ var forgetScript = redis.NewScript(forgetSrc)
 //	{2, value, pttl}               completed
 //
 // redis.calls: GET, and PTTL unless absent or released.
-const inspectSrc = luaRecord + `
+const inspectSrc = luaGet + luaRecord + `
 local r, bad = record()
 if r == nil then return {-1, bad} end
 if not r or r.st == 'r' then return {0} end
