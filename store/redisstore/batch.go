@@ -55,9 +55,9 @@ func (s *Store) prepare(op *store.Op) (call, bool) {
 		}
 	case store.OpComplete:
 		op.Err = store.CheckDuration("ttl", op.TTL)
-		c.sc, c.args = finishScript, []any{tokenTag(op.Token), completedValue(op.Token, op.Record, op.TTL), ms(op.TTL), s.inbox}
+		c.sc, c.args = finishScript, []any{heldPrefix(op.Token), completedValue(op.Token, op.Record, op.TTL), ms(op.TTL), s.inbox}
 	case store.OpRelease:
-		c.sc, c.args = finishScript, []any{tokenTag(op.Token), "", 0, s.inbox}
+		c.sc, c.args = finishScript, []any{heldPrefix(op.Token), "", 0, s.inbox}
 	case store.OpRenew:
 		op.Err = store.CheckDuration("lease", op.Lease)
 		c.sc, c.args = renewScript, []any{op.Token.Owner, op.Token.Fence, ms(op.Lease)}

@@ -389,18 +389,19 @@ func FuzzRecordRoundTrip(f *testing.F) {
 		if len(c.args) != 4 {
 			t.Fatalf("finish arguments %#v", c.args)
 		}
-		// The finish script on the owner's in-progress record: ARGV = the
-		// token's tag, the completed value, ttl ms; it stores the value for
-		// ttl ms when the record holds the tag from byte 3 on.
-		if got, want := redisArg(t, c.args[0]), string(tokenTag(tok)); got != want {
-			t.Fatalf("finish tag %q, want %q", got, want)
+		// The finish script on the owner's in-progress record: ARGV = "3p0"
+		// and the token's tag, the completed value, ttl ms; it stores the
+		// value for ttl ms when the record holds the tag from byte 3 on.
+		held := packed{state: 'p', fence: fence, owner: []byte(owner), fp: fp, ms: 5}.encode()
+		if got, want := redisArg(t, c.args[0]), "3p0"+string(tokenTag(tok)); got != want || !strings.HasPrefix(string(held), got) {
+			t.Fatalf("finish prefix %q, want %q, a prefix of the held record %q", got, want, held)
 		}
 		if got := luaNumber(t, redisArg(t, c.args[2])); got != ttlMs {
 			t.Fatalf("finish ttl %d ms, want %d", got, ttlMs)
 		}
 		stored := redisArg(t, c.args[1])
 		if p, err := decodeValue([]byte(stored)); err != nil || string(p.owner) != owner || p.fence != fence ||
-			!strings.HasPrefix(stored[3:], redisArg(t, c.args[0])) {
+			!strings.HasPrefix(stored[3:], string(tokenTag(tok))) {
 			t.Fatalf("completed value %q: %+v, %v; its token differs from the script's tag", stored, p, err)
 		}
 		pttl := ttlMs - age

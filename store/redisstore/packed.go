@@ -98,6 +98,12 @@ func tokenTag(tok store.Token) []byte {
 	return appendToken(make([]byte, 0, 24+len(tok.Owner)), tok.Fence, tok.Owner)
 }
 
+// heldPrefix is how a record held by tok with no waiters starts: "3p0"
+// and tok's tag (the finish script's first argument).
+func heldPrefix(tok store.Token) []byte {
+	return appendToken(append(make([]byte, 0, 27+len(tok.Owner)), valueVersion, 'p', '0'), tok.Fence, tok.Owner)
+}
+
 var errNotV3 = errors.New("not a v3 record (a value of another format or application)")
 
 // decodeValue reads a record value. It accepts exactly what encode

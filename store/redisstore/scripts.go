@@ -148,11 +148,13 @@ return {1, tonumber(fen), lease, takeover}
 var claimScript = redis.NewScript(claimSrc)
 
 // finishScript completes or releases a claim and wakes the waiters of
-// other instances. ARGV = the token's tag (tokenTag: fence and owner as
-// the record holds them from byte 3 on), the completed value ("" to
-// release), ttl ms, inbox channel prefix. The record is the caller's when
-// it starts with "3", its state, a waiter flag and the tag: then the
-// script writes without parsing the rest, which it replaces. Replies:
+// other instances. ARGV = "3p0" and the token's tag (tokenTag: fence and
+// owner as the record holds them from byte 3 on), the completed value (""
+// to release), ttl ms, inbox channel prefix. The record is the caller's
+// when it starts with "3", its state, a waiter flag and the tag: then the
+// script writes without parsing the rest, which it replaces. A completion
+// of a record in progress with no waiters, the common case, is one
+// comparison of the record's first bytes with ARGV[1]. Replies:
 //
 //	{1}                        done
 //	{2, value, pttl}           our own completion, replayed
@@ -162,13 +164,13 @@ var claimScript = redis.NewScript(claimSrc)
 // waiter flag set also SMEMBERS, a PUBLISH per waiter and DEL; a replayed
 // completion GET, PTTL.
 const finishSrc = luaGet + `
-local st, w = '', ''
-if type(v) == 'string' and string.sub(v, 1, 1) == '3' and string.sub(v, 4, 3 + #ARGV[1]) == ARGV[1] then
-  st, w = string.sub(v, 2, 2), string.sub(v, 3, 3)
-end
-if st == 'p' and w == '0' and ARGV[2] ~= '' then
+if ARGV[2] ~= '' and type(v) == 'string' and string.sub(v, 1, #ARGV[1]) == ARGV[1] then
   redis.call('PSETEX', KEYS[1], ARGV[3], ARGV[2])
   return {1}
+end
+local tag, st, w = string.sub(ARGV[1], 4), '', ''
+if type(v) == 'string' and string.sub(v, 1, 1) == '3' and string.sub(v, 4, 3 + #tag) == tag then
+  st, w = string.sub(v, 2, 2), string.sub(v, 3, 3)
 end
 ` + luaRecord + `
 if st == 'p' and (w == '0' or w == '1') then
