@@ -68,6 +68,7 @@ local function parse(v)
     return nil, 'garbled v3 header'
   end
   if #fen > 16 or #ol > 16 then return nil, 'a number of the header is too long' end
+  local ols = ol
   ol = tonumber(ol)
   local own = string.sub(v, at, at + ol - 1)
   if #own < ol then return nil, 'shorter than its header says' end
@@ -75,6 +76,9 @@ local function parse(v)
   if not ms then return nil, 'garbled v3 header' end
   if #ms > 16 or #fl > 16 or tonumber(fen) > 9007199254740992 or tonumber(ms) > 9007199254740992 then
     return nil, 'a number of the header is too long'
+  end
+  for _, n in ipairs({fen, ols, ms, fl}) do
+    if string.format('%d', tonumber(n)) ~= n then return nil, 'a number of the header is not canonical' end
   end
   local tail = at2 + tonumber(fl)
   if tail - 1 > #v then return nil, 'shorter than its header says' end
