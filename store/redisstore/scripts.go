@@ -61,25 +61,22 @@ local v = redis.pcall('GET', KEYS[1])
 // completed record pass its value on unparsed (a claim, a get): the client
 // decodes it and finds it corrupt as strictly.
 const luaRecord = `
+local function num(n)
+  return (#n < 16 or #n == 16 and n <= '9007199254740992') and (#n == 1 or string.byte(n, 1) ~= 48)
+end
 local function parse(v)
-  local st, w, fen, ol, at = string.match(v, '^3([pcfr])([01])([1-9]%d*):(%d+):()')
+  local st, w, fen, ol, at = string.match(v, '^3([pcfr])([01])(%d+):(%d+):()')
   if not st then
     if string.sub(v, 1, 1) ~= '3' then return nil, 'not a v3 record (a value of another format or application)' end
     return nil, 'garbled v3 header'
   end
-  if #fen > 16 or #ol > 16 then return nil, 'a number of the header is too long' end
-  local ols = ol
+  if fen == '0' or not num(fen) or not num(ol) then return nil, 'a number of the header is 0, too long or not canonical' end
   ol = tonumber(ol)
   local own = string.sub(v, at, at + ol - 1)
   if #own < ol then return nil, 'shorter than its header says' end
   local ms, fl, at2 = string.match(v, '^(%d+):(%d+):()', at + ol)
   if not ms then return nil, 'garbled v3 header' end
-  if #ms > 16 or #fl > 16 or tonumber(fen) > 9007199254740992 or tonumber(ms) > 9007199254740992 then
-    return nil, 'a number of the header is too long'
-  end
-  for _, n in ipairs({fen, ols, ms, fl}) do
-    if string.format('%d', tonumber(n)) ~= n then return nil, 'a number of the header is not canonical' end
-  end
+  if not num(ms) or not num(fl) then return nil, 'a number of the header is too long or not canonical' end
   local tail = at2 + tonumber(fl)
   if tail - 1 > #v then return nil, 'shorter than its header says' end
   if (st == 'p' or st == 'r') and tail <= #v then return nil, 'a result after a record in progress or released' end
