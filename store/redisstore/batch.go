@@ -50,7 +50,7 @@ func (s *Store) prepare(op *store.Op) (call, bool) {
 		}
 		lease, keep := ms(r.Lease), max(ms(r.Lease), ms(r.TTL))
 		c.sc, c.args = claimScript, []any{r.Owner, lease, ms(r.TTL), r.Fingerprint, waiter}
-		if op.Err == nil {
+		if op.Err == nil && s.first.use() {
 			c.first, c.keep = heldValue(r, keep, lease), keep
 		}
 	case store.OpComplete:
@@ -119,14 +119,23 @@ func (s *Store) Batch(ctx context.Context, ops []*store.Op) {
 // did not run, so sending it again runs it once.
 //
 // Before that, the claims sent as SET NX that found a record (a nil reply:
-// SET wrote nothing) go on to the claim script, in a second pipeline.
+// SET wrote nothing) go on to the claim script, in a second pipeline; how
+// many do steers which claims are sent as SET NX (see firstClaims).
 func (s *Store) run(ctx context.Context, calls []call) {
 	s.exec(ctx, calls)
 	var at []int
 	for i := range calls {
-		if c := &calls[i]; c.first != nil && errors.Is(c.cmd.Err(), redis.Nil) {
+		c := &calls[i]
+		if c.first == nil {
+			continue
+		}
+		switch err := c.cmd.Err(); {
+		case errors.Is(err, redis.Nil):
+			s.first.record(true)
 			c.first = nil
 			at = append(at, i)
+		case err == nil:
+			s.first.record(false)
 		}
 	}
 	if len(at) > 0 {

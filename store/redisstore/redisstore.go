@@ -74,6 +74,7 @@ type Store struct {
 	scope   string
 	timeout time.Duration
 	inbox   string
+	first   firstClaims
 
 	mu   sync.Mutex
 	subs []*subscription
