@@ -30,7 +30,11 @@ type redisBenchResult struct {
 
 // runRedisBenchmark runs redis-benchmark on redisstore's claim script (by
 // its SHA, loaded first), 50 connections pipelining 16 commands each, on
-// new random keys.
+// new random keys. The arguments follow the script's layout (KEYS: the
+// record and its waiter set, one hash tag; ARGV: owner, lease ms, TTL ms,
+// fingerprint, waiter member). The store itself claims a new key with a
+// SET NX, not this script, and runs the script when the key has a record,
+// so this rate is a floor of what the server can take, not a ceiling.
 func runRedisBenchmark(ctx context.Context, cfg Config, loadScript func(context.Context, string) (string, error)) *redisBenchResult {
 	rb := &redisBenchResult{}
 	bin, err := exec.LookPath("redis-benchmark")

@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -11,13 +12,20 @@ import (
 	"github.com/idemrt/idem/store"
 )
 
-// call is one op turned into a script call.
+// call is one op turned into a script call, or, for a claim, first into
+// a SET NX (see first).
 type call struct {
 	op   *store.Op
 	sc   *redis.Script
 	keys []string
 	args []any
-	cmd  *redis.Cmd
+	// first, while set, sends a claim as SET <record> first NX PX keep:
+	// the claim of a key with no record, without a script. When the key
+	// has a record (SET answers nil), the claim goes on to the claim
+	// script, which answers for the record it finds.
+	first []byte
+	keep  int64
+	cmd   *redis.Cmd
 	// unsure is set once a reply of the call was lost: a copy of it may
 	// have run (see Store.repeat).
 	unsure bool
@@ -40,16 +48,16 @@ func (s *Store) prepare(op *store.Op) (call, bool) {
 		if r.Waiter != "" {
 			waiter = r.Waiter + ":" + op.Key
 		}
-		c.sc, c.args = claimScript, []any{r.Owner, ms(r.Lease), ms(r.TTL), r.Fingerprint, waiter}
+		lease, keep := ms(r.Lease), max(ms(r.Lease), ms(r.TTL))
+		c.sc, c.args = claimScript, []any{r.Owner, lease, ms(r.TTL), r.Fingerprint, waiter}
+		if op.Err == nil && s.first.use() {
+			c.first, c.keep = heldValue(r, keep, lease), keep
+		}
 	case store.OpComplete:
 		op.Err = store.CheckDuration("ttl", op.TTL)
-		st, res := "c", op.Record.Value
-		if op.Record.Failed {
-			st, res = "f", []byte(op.Record.Error)
-		}
-		c.sc, c.args = finishScript, []any{op.Token.Owner, op.Token.Fence, st, res, op.Record.Fingerprint, ms(op.TTL), s.inbox}
+		c.sc, c.args = finishScript, []any{heldPrefix(op.Token), completedValue(op.Token, op.Record, op.TTL), ms(op.TTL), s.inbox}
 	case store.OpRelease:
-		c.sc, c.args = finishScript, []any{op.Token.Owner, op.Token.Fence, "r", "", "", 0, s.inbox}
+		c.sc, c.args = finishScript, []any{heldPrefix(op.Token), "", 0, s.inbox}
 	case store.OpRenew:
 		op.Err = store.CheckDuration("lease", op.Lease)
 		c.sc, c.args = renewScript, []any{op.Token.Owner, op.Token.Fence, ms(op.Lease)}
@@ -109,19 +117,46 @@ func (s *Store) Batch(ctx context.Context, ops []*store.Op) {
 // run sends calls in one pipeline, then sends those that met NOSCRIPT once
 // more after loading the scripts. A NOSCRIPT reply means that the script
 // did not run, so sending it again runs it once.
+//
+// Before that, the claims sent as SET NX that found a record (a nil reply:
+// SET wrote nothing) go on to the claim script, in a second pipeline; how
+// many do steers which claims are sent as SET NX (see firstClaims).
 func (s *Store) run(ctx context.Context, calls []call) {
 	s.exec(ctx, calls)
 	var at []int
+	for i := range calls {
+		c := &calls[i]
+		if c.first == nil {
+			continue
+		}
+		switch err := c.cmd.Err(); {
+		case errors.Is(err, redis.Nil):
+			s.first.record(true)
+			c.first = nil
+			at = append(at, i)
+		case err == nil:
+			s.first.record(false)
+		}
+	}
+	if len(at) > 0 {
+		s.again(ctx, calls, at)
+	}
+	at = at[:0]
 	for i, c := range calls {
 		if err := c.cmd.Err(); err != nil && isNoScript(err) {
 			at = append(at, i)
 		}
 	}
 	if len(at) > 0 && s.loadScripts(ctx) == nil {
-		sub := pick(calls, at)
-		s.exec(ctx, sub)
-		keep(calls, at, sub)
+		s.again(ctx, calls, at)
 	}
+}
+
+// again sends the calls at the indexes at once more, in one pipeline.
+func (s *Store) again(ctx context.Context, calls []call, at []int) {
+	sub := pick(calls, at)
+	s.exec(ctx, sub)
+	keep(calls, at, sub)
 }
 
 // exec sends calls in one pipeline.
@@ -129,7 +164,12 @@ func (s *Store) exec(ctx context.Context, calls []call) {
 	pipe := s.c.Pipeline()
 	for i := range calls {
 		c := &calls[i]
-		c.cmd = evalSha(ctx, c.sc, c.keys, c.args)
+		if c.first != nil {
+			c.cmd = redis.NewCmd(ctx, "set", c.keys[0], c.first, "nx", "px", c.keep)
+			c.cmd.SetFirstKeyPos(1)
+		} else {
+			c.cmd = evalSha(ctx, c.sc, c.keys, c.args)
+		}
 		_ = pipe.Process(ctx, noRetry{c.cmd})
 	}
 	_, _ = pipe.Exec(ctx) // errors are read per command

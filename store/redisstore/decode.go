@@ -11,6 +11,10 @@ import (
 // never sends is a *CorruptError, never read as the nearest outcome.
 func (s *Store) decode(c call, now time.Time) {
 	op := c.op
+	if c.first != nil {
+		decodeFirstClaim(c)
+		return
+	}
 	vals, err := c.cmd.Slice()
 	if err != nil {
 		op.Err = err
@@ -52,6 +56,25 @@ func (c call) corrupt(reason string) error {
 	return &CorruptError{Key: c.op.Key, RedisKey: c.keys[0], Reason: reason}
 }
 
+// decodeFirstClaim reads the reply of a claim sent as SET NX (call.first)
+// that SET answered: OK, it wrote the record, so the key is claimed with
+// fence 1 for the whole lease (the SET's nil goes on to the claim script,
+// see Store.run, and never reaches here).
+func decodeFirstClaim(c call) {
+	op := c.op
+	v, err := c.cmd.Result()
+	if err != nil {
+		op.Err = err
+		return
+	}
+	if v != "OK" {
+		op.Err = c.corrupt(fmt.Sprintf("unexpected SET reply %v", v))
+		return
+	}
+	op.Result = store.ClaimResult{Status: store.Claimed, Token: store.Token{Fence: 1, Owner: op.Claim.Owner},
+		LeaseLeft: time.Duration(ms(op.Claim.Lease)) * time.Millisecond}
+}
+
 // The decoders of each script's reply codes (see scripts.go) set op's
 // result or error, and report false for a code the script never sends.
 
@@ -62,11 +85,10 @@ func decodeClaim(op *store.Op, r *reply, code int64, now time.Time) bool {
 			Token:     store.Token{Fence: r.uint(1), Owner: op.Claim.Owner},
 			LeaseLeft: r.millis(2), Takeover: r.int(3) == 1}
 	case 2:
-		op.Result = store.ClaimResult{Status: store.Completed, Record: r.record(1, now)}
+		op.Result = store.ClaimResult{Status: store.Completed, Record: r.completed(1, now)}
 	case 3:
-		op.Result = store.ClaimResult{Status: store.InProgress,
-			LeaseLeft: r.millis(1),
-			Token:     store.Token{Fence: r.uint(2)}, Fingerprint: r.bytes(3)}
+		tok, left, fp := r.held(1, false)
+		op.Result = store.ClaimResult{Status: store.InProgress, LeaseLeft: left, Token: tok, Fingerprint: fp}
 	default:
 		return false
 	}
@@ -84,11 +106,8 @@ func decodeComplete(op *store.Op, r *reply, code int64, now time.Time) bool {
 			op.Result.Record.Error = ""
 		}
 	case 2:
-		// A replay: what is stored, with this token.
-		rec := store.Record{Failed: r.failed(1), Fingerprint: r.bytes(3), Token: op.Token}
-		r.result(&rec, 2)
-		rec.CreatedAt, rec.ExpiresAt = r.times(4, 5, 6, now)
-		op.Result.Record = rec
+		// A replay: what is stored (by this token: the script checked).
+		op.Result.Record = r.completed(1, now)
 	case 0:
 		op.Err = store.ErrLeaseLost
 	default:
@@ -112,7 +131,7 @@ func decodeFenced(op *store.Op, code int64) bool {
 func decodeGet(op *store.Op, r *reply, code int64, now time.Time) bool {
 	switch code {
 	case 2:
-		op.Result.Record = r.record(1, now)
+		op.Result.Record = r.completed(1, now)
 	case 0:
 		op.Err = store.ErrNotFound
 	default:
@@ -139,16 +158,16 @@ func decodeForget(op *store.Op, code int64) bool {
 }
 
 // CorruptError reports a record in Redis that the store cannot read: a
-// field missing or garbled (written by hand, or by something else), or a
-// Redis key that is no idem record at the record's name (another
-// application's string, list or hash: Reason says "not a hash: string",
-// "field st missing", ...). Every operation on such a key answers it
+// value garbled (written by hand, or by something else), a value of
+// another format, or a Redis key that is no idem record at the record's
+// name (another application's list or hash: Reason says "not a string:
+// hash", "not a v3 record ...", ...). Every operation on such a key answers it
 // without changing the key. It matches [store.ErrCorrupt] (errors.Is), so
 // callers that do not import this package can tell it from a failure of
 // Redis.
 type CorruptError struct {
 	Key      string // the key as given to the store
-	RedisKey string // the record's hash in Redis
+	RedisKey string // the record's key in Redis
 	Reason   string
 }
 

@@ -19,9 +19,10 @@
 // *CorruptError that names the key. The targets need no server: they build
 // the *redis.Cmd a pipeline would have filled in. They are FuzzDecodeReply
 // (arbitrary replies), FuzzRecordRoundTrip (Record → finish script's
-// arguments → stored hash → get, claim and replay replies → Record) and
-// FuzzClaimRoundTrip (ClaimRequest → claim arguments → in-progress reply
-// and waiter member).
+// arguments → stored value → get, claim and replay replies → Record),
+// FuzzClaimRoundTrip (ClaimRequest → SET NX value and claim arguments →
+// first-claim and in-progress replies and waiter member), and
+// FuzzDecodeValue (arbitrary record values, packed_fuzz_test.go).
 
 package redisstore
 
@@ -35,6 +36,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/idemrt/idem/store"
 )
@@ -148,33 +151,34 @@ var replySeeds = map[store.OpKind][]any{
 	store.OpClaim: {
 		[]any{1, 1, 60000, 0},
 		[]any{1, 7, 30000, 1},
-		[]any{2, "c", `"v"`, "fp", 3, "owner-1", 1_700_000_000_000, 86_000_000, 1_700_000_400_000},
-		[]any{2, "f", "card declined", "", 1, "", 5, 1000, 6},
-		[]any{3, 1234, 2, "fp"},
-		[]any{-1, "field st missing"},
+		[]any{2, "3c03:7:owner-186400000:2:fp\"v\"", 86_000_000},
+		[]any{2, "3f01:0:1000:0:card declined", 900},
+		[]any{3, "3p12:1:o0:2:fp", 1234},
+		[]any{-1, "not a string: hash"},
 		[]any{"1", "7", "30000", "1"},
-		[]any{2, "c", `"v"`, "fp", 3, "o", 0, -1, 0},
-		[]any{2, "c", `"v"`, "fp", -3, "o", 0, 5, 0},
-		[]any{2, "c", `"v"`, "fp", 3, "o", 0, int64(math.MaxInt64), 0},
+		[]any{2, "3c03:1:o1000:2:fp\"v\"", -1},
+		[]any{2, "3c00:1:o1000:2:fp\"v\"", 5},
+		[]any{2, "3c03:1:o1000:2:fp\"v\"", int64(math.MaxInt64)},
+		[]any{3, "3c03:1:o1000:2:fp\"v\"", 5},
 	},
 	store.OpComplete: {
-		[]any{1, 1_700_000_000_000, 3_600_000},
-		[]any{2, "c", `"v"`, "fp", 1_700_000_000_000, 3_599_000, 1_700_000_001_000},
-		[]any{2, "f", "card declined", "fp", 5, 1000, 6},
+		[]any{1},
+		[]any{2, "3c03:7:owner-13600000:2:fp\"v\"", 3_599_000},
+		[]any{2, "3f03:7:owner-11000:2:fpcard declined", 900},
 		[]any{0},
-		[]any{-1, "fields ca or res missing"},
+		[]any{-1, "garbled v3 header"},
 		[]any{},
 		[]any{7},
 	},
-	store.OpRelease: {[]any{1, 1_700_000_000_000, 0}, []any{0}, []any{"x"}, []any{nil}},
-	store.OpRenew:   {[]any{1}, []any{0}, []any{-1, "field st missing"}, []any{5}},
+	store.OpRelease: {[]any{1}, []any{0}, []any{"x"}, []any{nil}},
+	store.OpRenew:   {[]any{1}, []any{0}, []any{-1, "not a v3 record"}, []any{5}},
 	store.OpGet: {
-		[]any{2, "c", `"v"`, "fp", 3, "owner-1", 1_700_000_000_000, 86_000_000, 1_700_000_400_000},
-		[]any{2, "f", "", "", 1, "", 0, 0, 0},
+		[]any{2, "3c03:7:owner-186400000:2:fp\"v\"", 86_000_000},
+		[]any{2, "3f01:0:0:0:", 0},
 		[]any{0},
-		[]any{-1, "fields fen, ca or res missing"},
-		[]any{2, "x", "v", "fp", 3, "o", 0, 1, 0},
-		[]any{2, "c", "v"},
+		[]any{-1, "shorter than its header says"},
+		[]any{2, "3x03:1:o1:2:fpv", 1},
+		[]any{2, "3c03:1:o1:2:fpv"},
 		[]any{true},
 	},
 	store.OpForget: {[]any{1}, []any{0}, []any{3}, []any{4}, []any{replyError("ERR boom")}},
@@ -309,8 +313,11 @@ func checkShape(t *testing.T, kind store.OpKind, code int64, vals []any, op *sto
 	if d := rec.CreatedAt.Sub(fuzzNow); d > store.MaxDuration || d < -store.MaxDuration {
 		t.Fatalf("%v reply %#v: record created at %v, now is %v", kind, vals, rec.CreatedAt, fuzzNow)
 	}
-	if code == 2 && len(vals) > 1 && vals[1] != "c" && vals[1] != "f" {
-		t.Fatalf("%v reply %#v: state %#v read as a record", kind, vals, vals[1])
+	if code == 2 {
+		v, _ := vals[1].(string)
+		if p, err := decodeValue([]byte(v)); err != nil || p.state != 'c' && p.state != 'f' {
+			t.Fatalf("%v reply %#v: value %q read as a completed record", kind, vals, v)
+		}
 	}
 }
 
@@ -379,23 +386,26 @@ func FuzzRecordRoundTrip(f *testing.F) {
 		if !ok {
 			t.Fatalf("prepare(%+v): %v", op, op.Err)
 		}
-		if len(c.args) != 7 {
+		if len(c.args) != 4 {
 			t.Fatalf("finish arguments %#v", c.args)
 		}
-		// The finish script on the owner's in-progress record: ARGV = owner,
-		// fence, st, res, fp, ttl ms; it stores st, res, fp and ca = now.
-		if got := redisArg(t, c.args[0]); got != owner {
-			t.Fatalf("finish owner %q, want %q", got, owner)
+		// The finish script on the owner's in-progress record: ARGV = "3p0"
+		// and the token's tag, the completed value, ttl ms; it stores the
+		// value for ttl ms when the record holds the tag from byte 3 on.
+		held := packed{state: 'p', fence: fence, owner: []byte(owner), fp: fp, ms: 5}.encode()
+		if got, want := redisArg(t, c.args[0]), "3p0"+string(tokenTag(tok)); got != want || !strings.HasPrefix(string(held), got) {
+			t.Fatalf("finish prefix %q, want %q, a prefix of the held record %q", got, want, held)
 		}
-		if got := luaNumber(t, redisArg(t, c.args[1])); uint64(got) != fence {
-			t.Fatalf("finish fence %d, want %d", got, fence)
-		}
-		if got := luaNumber(t, redisArg(t, c.args[5])); got != ttlMs {
+		if got := luaNumber(t, redisArg(t, c.args[2])); got != ttlMs {
 			t.Fatalf("finish ttl %d ms, want %d", got, ttlMs)
 		}
-		st, res, hfp := redisArg(t, c.args[2]), redisArg(t, c.args[3]), redisArg(t, c.args[4])
-		ca := serverNow - age
+		stored := redisArg(t, c.args[1])
+		if p, err := decodeValue([]byte(stored)); err != nil || string(p.owner) != owner || p.fence != fence ||
+			!strings.HasPrefix(stored[3:], string(tokenTag(tok))) {
+			t.Fatalf("completed value %q: %+v, %v; its token differs from the script's tag", stored, p, err)
+		}
 		pttl := ttlMs - age
+		_ = serverNow
 
 		want := store.Record{Failed: failed, Fingerprint: fp, Token: tok,
 			CreatedAt: fuzzNow.Add(-time.Duration(age) * time.Millisecond),
@@ -405,31 +415,36 @@ func FuzzRecordRoundTrip(f *testing.F) {
 		} else {
 			want.Value = value
 		}
+		if len(want.Value) == 0 {
+			want.Value = nil
+		}
 
-		// get: {2, st, res, fp, fen, own, ca, pttl, now}
-		stored := []any{int64(2), st, res, hfp, int64(fence), owner, ca, pttl, serverNow}
+		// get: {2, value, pttl}
+		reply := []any{int64(2), stored, pttl}
 		get := &store.Op{Kind: store.OpGet, Key: key}
-		decodeReply(s, get, stored, nil, fuzzNow)
+		decodeReply(s, get, reply, nil, fuzzNow)
 		sameRecord(t, "get", get.Err, get.Result.Record, want)
 
 		// claim of a completed key: the same reply.
 		cl := fuzzOp(store.OpClaim, key)
-		decodeReply(s, cl, stored, nil, fuzzNow)
+		decodeReply(s, cl, reply, nil, fuzzNow)
 		if cl.Result.Status != store.Completed && cl.Err == nil {
 			t.Fatalf("claim of a completed record: %+v", cl.Result)
 		}
 		sameRecord(t, "claim", cl.Err, cl.Result.Record, want)
 
-		// finish run again by the owner (a retried pipeline): {2, st, res,
-		// fp, ca, pttl, now}, read with the caller's token.
+		// finish run again by the owner (a retried pipeline): the same reply.
 		again := *op
-		decodeReply(s, &again, []any{int64(2), st, res, hfp, ca, pttl, serverNow}, nil, fuzzNow)
+		decodeReply(s, &again, reply, nil, fuzzNow)
 		sameRecord(t, "replay", again.Err, again.Result.Record, want)
 
-		// finish done: {1, ca, ttl}; the record is the one given.
+		// finish done: {1}; the record is the one given.
 		done := *op
-		decodeReply(s, &done, []any{int64(1), serverNow, ttlMs}, nil, fuzzNow)
+		decodeReply(s, &done, []any{int64(1)}, nil, fuzzNow)
 		want.CreatedAt, want.ExpiresAt = fuzzNow, fuzzNow.Add(ttl)
+		if !failed {
+			want.Value = value
+		}
 		sameRecord(t, "complete", done.Err, done.Result.Record, want)
 	})
 }
@@ -488,10 +503,27 @@ func FuzzClaimRoundTrip(f *testing.F) {
 			t.Fatalf("waiter member %q splits as %q, %q", m, inst, k)
 		}
 
-		// Another owner's claim meets the record in progress: {3, lease
-		// left, fence, fp}, fp as the claim stored it.
+		// The claim of a new key, SET <record> <first> NX PX keep: a record
+		// in progress of this owner, fence 1, holding the fingerprint, which
+		// outlives its lease by keep - lease ms; SET's OK is the claim.
+		held, err := decodeValue(c.first)
+		lease1, keep := luaNumber(t, redisArg(t, c.args[1])), max(luaNumber(t, redisArg(t, c.args[1])), luaNumber(t, redisArg(t, c.args[2])))
+		if err != nil || held.state != 'p' || held.fence != 1 || string(held.owner) != owner || !bytes.Equal(held.fp, fp) ||
+			held.ms != keep-lease1 || c.keep != keep || held.waiters {
+			t.Fatalf("first claim's value %q (keep %d): %+v, %v", c.first, c.keep, held, err)
+		}
+		first := &store.Op{Kind: store.OpClaim, Key: key, Claim: op.Claim}
+		s.decode(call{op: first, keys: s.keys(key), first: c.first, cmd: redis.NewCmdResult("OK", nil)}, fuzzNow)
+		if first.Err != nil || first.Result.Status != store.Claimed || first.Result.Token != (store.Token{Fence: 1, Owner: owner}) ||
+			first.Result.LeaseLeft < lease || first.Result.Takeover {
+			t.Fatalf("first claim's OK: %+v, %v", first.Result, first.Err)
+		}
+
+		// Another owner's claim meets the record in progress: {3, value,
+		// lease left}, the value as a claim with this fence stored it.
+		held.fence = fence
 		other := fuzzOp(store.OpClaim, key)
-		decodeReply(s, other, []any{int64(3), leftMs, int64(fence), redisArg(t, c.args[3])}, nil, fuzzNow)
+		decodeReply(s, other, []any{int64(3), string(held.encode()), leftMs}, nil, fuzzNow)
 		r := other.Result
 		if other.Err != nil || r.Status != store.InProgress || r.Token != (store.Token{Fence: fence}) ||
 			!bytes.Equal(r.Fingerprint, fp) || r.LeaseLeft != time.Duration(leftMs)*time.Millisecond {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -29,11 +30,12 @@ func TestDecodeUnexpectedReplyIsCorrupt(t *testing.T) {
 	s := &Store{prefix: "idem:"}
 	now := time.Now()
 	replies := map[store.OpKind][][]any{
-		store.OpClaim:    {{}, {nil}, {"one"}, {0}, {4}, {2, "x", "v", "", int64(1), "o", int64(0), int64(1), int64(0)}},
-		store.OpComplete: {{}, {nil}, {true}, {3}, {7}, {2, "p", "v", "", int64(0), int64(1), int64(0)}},
+		store.OpClaim: {{}, {nil}, {"one"}, {0}, {4}, {2, "3x01:1:o0:0:v", int64(1)},
+			{2, "3p01:1:o0:0:", int64(1)}, {3, "3c01:1:o10:0:v", int64(1)}, {2, "2c01:1:o10:0:v", int64(1)}},
+		store.OpComplete: {{}, {nil}, {true}, {3}, {7}, {2, "3p01:1:o0:0:", int64(1)}},
 		store.OpRelease:  {{}, {"x"}, {2}},
 		store.OpRenew:    {{}, {5}},
-		store.OpGet:      {{}, {true}, {1}, {3}, {2, "r", "v", "", int64(1), "o", int64(0), int64(1), int64(0)}},
+		store.OpGet:      {{}, {true}, {1}, {3}, {2, "3r01:1:o0:0:", int64(1)}, {2, "3c01:1:o10:0:v"}},
 		store.OpForget:   {{}, {-2}, {2}, {4}},
 	}
 	for kind, rs := range replies {
@@ -49,11 +51,11 @@ func TestDecodeUnexpectedReplyIsCorrupt(t *testing.T) {
 	}
 }
 
-// A record whose PTTL or completion time was set by hand beyond anything
-// the store writes (a TTL over store.MaxDuration, a completion time far
-// from the server's clock) is a *CorruptError. Its times used to overflow
-// time.Duration silently: a record kept for 9e18 ms came back expiring in
-// the past.
+// A record whose PTTL or TTL field was set by hand beyond anything the
+// store writes (a TTL over store.MaxDuration, a PTTL longer than the TTL
+// the record was stored with, a lease far away) is a *CorruptError, never
+// times that overflow time.Duration (a record kept for 9e18 ms once came
+// back expiring in the past).
 func TestHandSetTimesAreCorrupt(t *testing.T) {
 	srv := redistest.Start(t, redistest.Options{})
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr})
@@ -64,40 +66,36 @@ func TestHandSetTimesAreCorrupt(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	nowMs := time.Now().UnixMilli()
-	cases := map[string]struct {
-		ca   string
-		pttl int64
-	}{
-		"ttl-9e18ms":     {strconv.FormatInt(nowMs, 10), 9e18},
-		"ttl-101y":       {strconv.FormatInt(nowMs, 10), int64(store.MaxDuration/time.Millisecond) + 86_400_000},
-		"created-neg":    {"-1000000000000000", 60_000},
-		"created-1e300":  {"1e300", 60_000},
-		"created-future": {strconv.FormatInt(nowMs+int64(store.MaxDuration/time.Millisecond)+86_400_000, 10), 60_000},
-	}
-	for key, tc := range cases {
+	maxMs := int64(store.MaxDuration / time.Millisecond)
+	completed := func(ttl int64) string { return "3c01:1:o" + strconv.FormatInt(ttl, 10) + ":0:\"v\"" }
+	write := func(key, value string, pttl int64) string {
 		rk := s.RecordKey(key)
-		if err := c.HSet(ctx, rk, "st", "c", "fen", "1", "own", "o", "res", `"v"`, "ca", tc.ca).Err(); err != nil {
-			t.Fatal(err)
-		}
-		if err := c.Do(ctx, "PEXPIRE", rk, tc.pttl).Err(); err != nil {
+		if err := c.Do(ctx, "SET", rk, value, "PX", pttl).Err(); err != nil {
 			t.Fatalf("%s: %v", key, err)
 		}
+		return rk
+	}
+	cases := map[string]struct {
+		value string
+		pttl  int64
+	}{
+		"ttl-9e18ms":   {completed(60_000), 9e18},
+		"ttl-101y":     {completed(maxMs + 86_400_000), maxMs + 86_400_000},
+		"pttl-over":    {completed(60_000), 120_000},
+		"ttl-16digits": {completed(1_000_000_000_000_000), 60_000},
+	}
+	for key, tc := range cases {
+		write(key, tc.value, tc.pttl)
 		rec, err := s.Get(ctx, key)
 		var ce *CorruptError
 		if !errors.As(err, &ce) || ce.Key != key {
 			t.Errorf("%s: Get = created %v, expires %v, %v; want a *CorruptError", key, rec.CreatedAt, rec.ExpiresAt, err)
 		}
 	}
-	// A lease end set by hand far away: the lease left overflowed too.
-	for key, lu := range map[string]string{"lease-1e300": "1e300", "lease-200y": strconv.FormatInt(nowMs+200*365*86_400_000, 10)} {
-		rk := s.RecordKey(key)
-		if err := c.HSet(ctx, rk, "st", "p", "fen", "1", "own", "other", "lu", lu, "fp", "").Err(); err != nil {
-			t.Fatal(err)
-		}
-		if err := c.PExpire(ctx, rk, time.Minute).Err(); err != nil {
-			t.Fatal(err)
-		}
+	// A lease set by hand far away: the lease left overflowed too.
+	for key, v := range map[string]string{"lease-1e300": "3p01:5:other1" + strings.Repeat("0", 300) + ":0:",
+		"lease-200y": "3p01:5:other0:0:"} {
+		write(key, v, 200*365*86_400_000)
 		res, err := s.Claim(ctx, key, store.ClaimRequest{Owner: "me", Lease: time.Minute, TTL: time.Hour})
 		var ce *CorruptError
 		if !errors.As(err, &ce) || ce.Key != key {
@@ -105,14 +103,8 @@ func TestHandSetTimesAreCorrupt(t *testing.T) {
 		}
 	}
 	// The limits themselves are records the store can have written.
-	for key, pttl := range map[string]int64{"ttl-100y": int64(store.MaxDuration / time.Millisecond), "ttl-1ms": 1000} {
-		rk := s.RecordKey(key)
-		if err := c.HSet(ctx, rk, "st", "c", "fen", "1", "own", "o", "res", `"v"`, "ca", strconv.FormatInt(nowMs, 10)).Err(); err != nil {
-			t.Fatal(err)
-		}
-		if err := c.Do(ctx, "PEXPIRE", rk, pttl).Err(); err != nil {
-			t.Fatal(err)
-		}
+	for key, ttl := range map[string]int64{"ttl-100y": maxMs, "ttl-1ms": 1} {
+		write(key, completed(ttl), ttl)
 		if _, err := s.Get(ctx, key); err != nil {
 			t.Errorf("%s: Get = %v", key, err)
 		}

@@ -43,12 +43,12 @@ func TestForeignKeyIsCorrupt(t *testing.T) {
 		typ    string
 		reason string
 	}{
-		"string":   {func(rk string) error { return c.Set(bg, rk, "other app", time.Hour).Err() }, "string", "not a hash: string"},
-		"list":     {func(rk string) error { return c.RPush(bg, rk, "other app").Err() }, "list", "not a hash: list"},
-		"zset":     {func(rk string) error { return c.ZAdd(bg, rk, redis.Z{Member: "m"}).Err() }, "zset", "not a hash: zset"},
-		"hash":     {func(rk string) error { return c.HSet(bg, rk, "name", "other app").Err() }, "hash", "field st missing"},
-		"hash-st":  {func(rk string) error { return c.HSet(bg, rk, "st", "active").Err() }, "hash", "unknown state"},
-		"hash-st2": {func(rk string) error { return c.HSet(bg, rk, "st", "zz", "fen", "1").Err() }, "hash", "unknown state"},
+		"string":   {func(rk string) error { return c.Set(bg, rk, "other app", time.Hour).Err() }, "string", "not a v3 record"},
+		"string-3": {func(rk string) error { return c.Set(bg, rk, "3 little pigs", time.Hour).Err() }, "string", "garbled v3 header"},
+		"list":     {func(rk string) error { return c.RPush(bg, rk, "other app").Err() }, "list", "not a string: list"},
+		"zset":     {func(rk string) error { return c.ZAdd(bg, rk, redis.Z{Member: "m"}).Err() }, "zset", "not a string: zset"},
+		"hash":     {func(rk string) error { return c.HSet(bg, rk, "name", "other app").Err() }, "hash", "not a string: hash"},
+		"hash-v2":  {func(rk string) error { return c.HSet(bg, rk, "st", "p", "own", "a", "fen", "1", "lu", "1").Err() }, "hash", "not a string: hash"},
 	}
 	tok := store.Token{Fence: 1, Owner: "a"}
 	for key, f := range foreign {
@@ -79,34 +79,54 @@ func TestForeignKeyIsCorrupt(t *testing.T) {
 }
 
 // A foreign key at the name of a record's waiter set makes the claim that
-// would register a waiter, and the completion that would wake them, a
-// *CorruptError, before either writes anything.
+// would register a waiter, and the completion that would wake registered
+// waiters, a *CorruptError, before either writes anything. A completion
+// that has no waiters to wake (the record's waiter flag is 0) does not
+// read the waiter set at all, so a foreign key there does not stop it.
 func TestForeignWaiterSetIsCorrupt(t *testing.T) {
 	srv := redistest.Start(t, redistest.Options{})
 	c := newClient(t, srv)
 	s := newStore(t, c)
-	res, err := s.Claim(bg, "k", claimReq("a"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	ws := s.RecordKey("k") + ":w"
-	if err := c.Set(bg, ws, "other app", time.Hour).Err(); err != nil {
-		t.Fatal(err)
-	}
 	waiter := claimReq("b")
 	waiter.Waiter = "instance-b"
-	_, err = s.Claim(bg, "k", waiter)
-	wantCorrupt(t, "claim as a waiter", err, "k", "not a set: string")
-	_, err = s.Complete(bg, "k", res.Token, store.Record{Value: []byte("v")}, time.Hour)
-	wantCorrupt(t, "complete", err, "k", "not a set: string")
-	if e, err := s.Inspect(bg, "k"); err != nil || e.State != store.Held || e.Token != res.Token {
-		t.Errorf("after the refused complete: %+v, %v; want the key still held by %+v", e, err, res.Token)
-	}
-	if v := c.Get(bg, ws).Val(); v != "other app" {
-		t.Errorf("the foreign waiter-set key holds %q", v)
+	for _, registered := range []bool{false, true} {
+		c.Del(bg, s.RecordKey("k"), ws)
+		res, err := s.Claim(bg, "k", claimReq("a"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if registered {
+			if w, err := s.Claim(bg, "k", waiter); err != nil || w.Status != store.InProgress {
+				t.Fatalf("claim as a waiter: %v %v", w.Status, err)
+			}
+		}
+		if err := c.Set(bg, ws, "other app", time.Hour).Err(); err != nil {
+			t.Fatal(err)
+		}
+		_, err = s.Claim(bg, "k", waiter)
+		wantCorrupt(t, "claim as a waiter", err, "k", "not a set: string")
+		_, err = s.Complete(bg, "k", res.Token, store.Record{Value: []byte("v")}, time.Hour)
+		if !registered {
+			if err != nil {
+				t.Errorf("complete with no waiter registered: %v", err)
+			}
+		} else {
+			wantCorrupt(t, "complete", err, "k", "not a set: string")
+			if e, err := s.Inspect(bg, "k"); err != nil || e.State != store.Held || e.Token != res.Token {
+				t.Errorf("after the refused complete: %+v, %v; want the key still held by %+v", e, err, res.Token)
+			}
+		}
+		if v := c.Get(bg, ws).Val(); v != "other app" {
+			t.Errorf("the foreign waiter-set key holds %q", v)
+		}
 	}
 	// Without the foreign key, the same token completes the key.
 	c.Del(bg, ws)
+	res, err := s.Inspect(bg, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
 	if _, err := s.Complete(bg, "k", res.Token, store.Record{Value: []byte("v")}, time.Hour); err != nil {
 		t.Fatal(err)
 	}

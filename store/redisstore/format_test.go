@@ -11,20 +11,22 @@ import (
 	"github.com/idemrt/idem/store"
 )
 
-// A record's name carries the format version of its layout ("v2" between
+// A record's name carries the format version of its layout ("v3" between
 // the prefix and the brace), so a store never reads, lists or overwrites a
 // record of another format: not one of the first format (<prefix>{<SHA-256
 // of the key, base64url>}, which issue 13 left behind), not an unversioned
-// <prefix>{<key>}, not one of a later format (v3).
+// <prefix>{<key>}, not a v2 hash (<prefix>v2{<key>}, which issue 15 left
+// behind), not one of a later format (v4). (A value of another format at
+// a v3 name is corrupt: see TestForeignKeyIsCorrupt.)
 func TestRecordsOfOtherFormatsAreLeftAlone(t *testing.T) {
 	srv := redistest.Start(t, redistest.Options{})
 	c := newClient(t, srv)
 	s := newStoreWithPrefix(t, c, "idem:")
-	if rk := s.RecordKey("order-1"); rk != "idem:v2{order-1}" {
-		t.Fatalf("RecordKey(order-1) = %q, want idem:v2{order-1}", rk)
+	if rk := s.RecordKey("order-1"); rk != "idem:v3{order-1}" {
+		t.Fatalf("RecordKey(order-1) = %q, want idem:v3{order-1}", rk)
 	}
 	sum := sha256.Sum256([]byte("order-1"))
-	others := []string{"idem:{" + base64.RawURLEncoding.EncodeToString(sum[:]) + "}", "idem:{order-1}", "idem:v3{order-1}"}
+	others := []string{"idem:{" + base64.RawURLEncoding.EncodeToString(sum[:]) + "}", "idem:{order-1}", "idem:v2{order-1}", "idem:v4{order-1}"}
 	for _, name := range others {
 		err := c.HSet(bg, name, "st", "c", "own", "old", "fen", "7", "res", "old result", "fp", "", "ca", "1").Err()
 		if err == nil {

@@ -11,7 +11,7 @@ import (
 var _ store.Inspector = (*Store)(nil)
 
 // Inspect implements [store.Inspector] with one read-only script: the lease
-// left is measured by the server's clock (TIME), and a record is checked as
+// left is measured by the server's clock (the record's PTTL), and a record is checked as
 // Get checks it, so a record the store cannot read, or a Redis key of
 // another type at the record's name, is a *CorruptError naming the key.
 // A released key (its record kept to keep the fence rising) is Absent. The
@@ -53,10 +53,10 @@ func decodeEntry(vals []any, now time.Time) (store.Entry, error) {
 	switch code {
 	case 0:
 	case 1:
-		e = store.Entry{State: store.Held, Token: store.Token{Fence: r.uint(1), Owner: r.str(2)},
-			LeaseLeft: r.millis(3), Fingerprint: r.bytes(4)}
+		tok, left, fp := r.held(1, true)
+		e = store.Entry{State: store.Held, Token: tok, LeaseLeft: left, Fingerprint: fp}
 	case 2:
-		rec := r.record(1, now)
+		rec := r.completed(1, now)
 		e = store.Entry{State: store.Done, Token: rec.Token, Record: rec}
 	default:
 		return store.Entry{}, fmt.Errorf("unexpected inspect reply %v", vals)

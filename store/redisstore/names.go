@@ -4,25 +4,28 @@ import (
 	"strings"
 )
 
-// The Redis key of a record is <prefix>v2{<name>}, where <name> is the
+// The Redis key of a record is <prefix>v3{<name>}, where <name> is the
 // (scoped) key with '%' written as "%25", '{' as "%7B" and '}' as "%7D".
 // The braces make the whole name the cluster hash tag, and the escaping
 // keeps any brace of the key out of it, so the record and its waiter set
-// (<prefix>v2{<name>}:w) share one slot. The name keeps the key readable,
+// (<prefix>v3{<name>}:w) share one slot. The name keeps the key readable,
 // and the escaping preserves prefixes (a key starts with p exactly when its
 // name starts with p's name), so SCAN can MATCH a scope's records by name
 // (see Scan).
 //
-// "v2" is the version of the record's format: of its name and of its
-// fields (scripts.go). The first format named records <prefix>{<SHA-256 of
-// the key, unpadded base64url>}, with no version; a later format that changes the name
-// or the fields takes the next version (v3). A store reads, lists and
+// "v3" is the version of the record's format: of its name and of its
+// value (packed.go), which starts with the same version ('3'). The first
+// format named records <prefix>{<SHA-256 of the key, unpadded base64url>},
+// with no version; v2 named them <prefix>v2{<name>} and kept each in a
+// hash; v3 keeps each in one string. A later format that changes the name
+// or the value takes the next version (v4). A store reads, lists and
 // writes records of its own version only, so it never misreads a record
-// of another one: it finds no record there (see docs/redis.md, Upgrading).
-const formatVersion = "v2"
+// of another one: it finds no record there (see docs/redis.md, Upgrading);
+// and a value of another format found at a v3 name is corrupt, never read.
+const formatVersion = "v3"
 
-// RecordKey returns the Redis key of key's record hash: the prefix, the
-// format version v2, then the key (after Options.Scope, if set, is applied
+// RecordKey returns the Redis key of key's record: the prefix, the
+// format version v3, then the key (after Options.Scope, if set, is applied
 // with store.BuildKey) with '%', '{' and '}' escaped, as the cluster hash
 // tag in braces.
 func (s *Store) RecordKey(key string) string {
@@ -133,7 +136,7 @@ func globEscape(s string) string {
 }
 
 // matchPattern returns the MATCH pattern of the records whose key starts
-// with prefix: <prefix>v2{<name of scope+prefix>*}. A waiter set's name
+// with prefix: <prefix>v3{<name of scope+prefix>*}. A waiter set's name
 // ends in ":w", not '}', so it never matches.
 func (s *Store) matchPattern(prefix string) string {
 	var b strings.Builder

@@ -1,11 +1,14 @@
 // Package redisstore is a [store.Store] on Redis, single node or Cluster,
 // through go-redis v9's redis.UniversalClient.
 //
-// Each transition is one Lua script (claim; finish = complete, permanent
-// failure or release; renew), atomic on the server, with the lease clock
-// taken from the Redis server (TIME) and every write fenced by owner and
-// fence. A record is one hash per key whose name carries a hash tag, so
-// every script touches one slot of a cluster. Batches of operations go out as
+// Each transition is one atomic step on the server: the claim of a key
+// with no record is a plain SET NX PX; every other transition is one Lua
+// script (claim; finish = complete, permanent failure or release; renew),
+// with every write fenced by owner and fence. A record is one string per
+// key (format v3, see RecordKey and docs/redis.md) whose expiry, set by
+// the server, carries the lease, so leases run on the Redis server's
+// clock; its name carries a hash tag, so every call touches one slot of a
+// cluster. Batches of operations go out as
 // one pipeline (split per node by go-redis on a cluster). Scripts are loaded
 // at start on every master, and reloaded when a pipeline meets NOSCRIPT (a
 // restarted or failed-over node).
@@ -74,6 +77,7 @@ type Store struct {
 	scope   string
 	timeout time.Duration
 	inbox   string
+	first   firstClaims
 
 	mu   sync.Mutex
 	subs []*subscription

@@ -83,54 +83,46 @@ func (r *reply) millis(i int) time.Duration {
 	return time.Duration(n) * time.Millisecond
 }
 
-// times turns the server's completion time, the record's PTTL and the
-// server's now into local times: the store reports times by the local
-// clock, so that callers can compare them with their own.
-func (r *reply) times(ca, pttl, now int, local time.Time) (created, expires time.Time) {
-	serverNow, done := r.int(now), r.int(ca)
-	left := r.int(pttl)
-	if left < 0 { // -1: no expiry (set by hand); -2: gone in the meantime
-		if r.err == nil {
-			r.err = fmt.Errorf("record has no TTL (PTTL %d)", left)
-		}
-		left = 0
+// value reads element i, a record value (see packed.go).
+func (r *reply) value(i int) packed {
+	v := r.str(i)
+	if r.err != nil {
+		return packed{}
 	}
-	// Both non-negative, so the age cannot overflow.
-	if left > maxMs || done < 0 || serverNow < 0 || serverNow-done > maxMs || done-serverNow > maxMs {
-		if r.err == nil {
-			r.err = fmt.Errorf("record times beyond the %v limit (ca %d, PTTL %d, now %d ms)", store.MaxDuration, done, left, serverNow)
-		}
-		return local, local
+	p, err := decodeValue([]byte(v))
+	if err != nil {
+		r.err = err
 	}
-	created = local.Add(-time.Duration(serverNow-done) * time.Millisecond)
-	expires = local.Add(time.Duration(left) * time.Millisecond)
-	return created, expires
+	return p
 }
 
-// failed reads a completed record's state at i: false for c, true for f.
-func (r *reply) failed(i int) bool {
-	st := r.str(i)
-	if st != "c" && st != "f" && r.err == nil {
-		r.err = fmt.Errorf("reply element %d: state %q is not c or f", i, st)
+// completed reads {value, pttl} from i on: a completed record.
+func (r *reply) completed(i int, now time.Time) store.Record {
+	p, pttl := r.value(i), r.int(i+1)
+	if r.err != nil {
+		return store.Record{}
 	}
-	return st == "f"
-}
-
-// result reads element i into rec: its error message when rec.Failed, else
-// its value.
-func (r *reply) result(rec *store.Record, i int) {
-	if rec.Failed {
-		rec.Error = r.str(i)
-	} else {
-		rec.Value = r.bytes(i)
+	rec, err := p.record(pttl, now)
+	if err != nil {
+		r.err = err
 	}
-}
-
-// record reads {st, res, fp, fence, owner, ca, pttl, now} from i on.
-func (r *reply) record(i int, now time.Time) store.Record {
-	rec := store.Record{Failed: r.failed(i), Fingerprint: r.bytes(i + 2),
-		Token: store.Token{Fence: r.uint(i + 3), Owner: r.str(i + 4)}}
-	r.result(&rec, i+1)
-	rec.CreatedAt, rec.ExpiresAt = r.times(i+5, i+6, i+7, now)
 	return rec
+}
+
+// held reads {value, lease left} from i on: a record in progress, its
+// token (with the owner when withOwner), lease left and fingerprint.
+func (r *reply) held(i int, withOwner bool) (store.Token, time.Duration, []byte) {
+	p, left := r.value(i), r.millis(i+1)
+	if r.err != nil {
+		return store.Token{}, 0, nil
+	}
+	if p.state != 'p' {
+		r.err = fmt.Errorf("state %q where a record in progress was expected", p.state)
+		return store.Token{}, 0, nil
+	}
+	tok := store.Token{Fence: p.fence}
+	if withOwner {
+		tok.Owner = string(p.owner)
+	}
+	return tok, left, nonEmpty(p.fp)
 }

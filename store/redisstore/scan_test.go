@@ -96,9 +96,9 @@ func TestRecordKeyNames(t *testing.T) {
 	srv := redistest.Start(t, redistest.Options{})
 	s := newStoreWithPrefix(t, newClient(t, srv), "idem:")
 	for key, want := range map[string]string{
-		"order-1":    "idem:v2{order-1}",
-		"{t}:%":      "idem:v2{%7Bt%7D:%25}",
-		"a*b?[c]\\d": "idem:v2{a*b?[c]\\d}",
+		"order-1":    "idem:v3{order-1}",
+		"{t}:%":      "idem:v3{%7Bt%7D:%25}",
+		"a*b?[c]\\d": "idem:v3{a*b?[c]\\d}",
 	} {
 		if got := s.RecordKey(key); got != want {
 			t.Errorf("RecordKey(%q) = %q, want %q", key, got, want)
@@ -109,8 +109,8 @@ func TestRecordKeyNames(t *testing.T) {
 			t.Errorf("KeyOf(RecordKey(%q)) = %q, %v", key, got, ok)
 		}
 	}
-	for _, name := range []string{"idem:v2{a}:w", "idem:v2a", "other:v2{a}", "idem:v2{a", "idem:v2{%}", "idem:v2{%7b}", "idem:v2{a}b}",
-		"idem:{a}", "idem:v3{a}", "idem:v{a}", "idem:{" + strings.Repeat("A", 43) + "}"} {
+	for _, name := range []string{"idem:v3{a}:w", "idem:v3a", "other:v3{a}", "idem:v3{a", "idem:v3{%}", "idem:v3{%7b}", "idem:v3{a}b}",
+		"idem:{a}", "idem:v2{a}", "idem:v4{a}", "idem:v{a}", "idem:{" + strings.Repeat("A", 43) + "}"} {
 		if key, ok := s.KeyOf(name); ok {
 			t.Errorf("KeyOf(%q) = %q, want not a record", name, key)
 		}
@@ -214,12 +214,12 @@ func TestInspectCorrupt(t *testing.T) {
 	cases := map[string]func(rk string) error{
 		"string":    func(rk string) error { return c.Set(bg, rk, "x", time.Minute).Err() },
 		"list":      func(rk string) error { return c.RPush(bg, rk, "x").Err() },
-		"no-state":  func(rk string) error { return c.HSet(bg, rk, "own", "o", "fen", "1").Err() },
-		"bad-state": func(rk string) error { return c.HSet(bg, rk, "st", "zz", "fen", "1").Err() },
-		"bad-lease": func(rk string) error { return c.HSet(bg, rk, "st", "p", "fen", "1", "own", "o", "lu", "soon").Err() },
-		"no-owner":  func(rk string) error { return c.HSet(bg, rk, "st", "p", "fen", "1", "lu", "1").Err() },
-		"no-ttl":    func(rk string) error { return c.HSet(bg, rk, "st", "c", "fen", "1", "res", "v", "ca", "1").Err() },
-		"no-fence":  func(rk string) error { return c.HSet(bg, rk, "st", "c", "res", "v", "ca", "1").Err() },
+		"v2-hash":   func(rk string) error { return c.HSet(bg, rk, "st", "c", "fen", "1", "res", "v", "ca", "1").Err() },
+		"bad-state": func(rk string) error { return c.Set(bg, rk, "3z01:1:o0:0:", time.Minute).Err() },
+		"short":     func(rk string) error { return c.Set(bg, rk, "3p01:9:o", time.Minute).Err() },
+		"no-ttl":    func(rk string) error { return c.Set(bg, rk, "3c01:1:o60000:0:v", 0).Err() },
+		"no-fence":  func(rk string) error { return c.Set(bg, rk, "3c0:1:o60000:0:v", time.Minute).Err() },
+		"fence-0":   func(rk string) error { return c.Set(bg, rk, "3p00:1:o0:0:", time.Minute).Err() },
 	}
 	for key, write := range cases {
 		rk := s.RecordKey(key)
@@ -233,8 +233,12 @@ func TestInspectCorrupt(t *testing.T) {
 		}
 	}
 	_, err := s.Inspect(bg, "string")
-	if err == nil || !strings.Contains(err.Error(), "not a hash: string") {
-		t.Errorf("Inspect of a string: %v, want it named as not a hash", err)
+	if err == nil || !strings.Contains(err.Error(), "not a v3 record") {
+		t.Errorf("Inspect of a string: %v, want it named as not a v3 record", err)
+	}
+	_, err = s.Inspect(bg, "v2-hash")
+	if err == nil || !strings.Contains(err.Error(), "not a string: hash") {
+		t.Errorf("Inspect of a hash: %v, want it named as not a string", err)
 	}
 }
 

@@ -4,61 +4,93 @@ import "github.com/redis/go-redis/v9"
 
 // The scripts share these conventions.
 //
-// A record is one hash, KEYS[1] = <prefix>v2{<name>} (see names.go), with the
-// fields
+// A record is one string, KEYS[1] = <prefix>v3{<name>} (see names.go),
+// whose value packed.go describes; KEYS[2] = <prefix>v3{<name>}:w is the
+// set of waiters from other instances, as "<instance>:<key>", read only
+// when the record's waiter flag says it may hold some. A record in
+// progress lives at least max(lease, ttl), so its fence keeps increasing
+// across takeovers; a completed one lives ttl. No script calls TIME: the
+// record's expiry, set with PX by the server, carries the lease (it ends
+// when PTTL falls to the record's ms) and the completion time. Every
+// write is fenced by owner and fence.
 //
-//	st   state: p (in progress), c (completed), f (permanent error), r (released)
-//	own  owner of the claim that holds or produced the record
-//	fen  fence: increases with every claim while the record exists
-//	lu   lease end, milliseconds by the Redis server clock (p only)
-//	fp   fingerprint (of the holder while p, of the request that produced c/f)
-//	res  encoded value (c) or error message (f)
-//	ca   completion time, milliseconds by the Redis server clock (c/f)
+// The scripts write with PSETEX (a new value and expiry) and SETRANGE (a
+// state or flag byte in place, keeping the expiry), never SET: the one SET
+// of the store is the claim of a new key, sent without a script (see
+// Store.prepare), so INFO commandstats counts the store's operations as
+// EVALSHA + SET calls.
 //
-// and KEYS[2] = <prefix>v2{<name>}:w is the set of waiters from other
-// instances, as "<instance>:<key>". A record in progress lives at least
-// max(lease, ttl), so its fence keeps increasing across takeovers; a
-// completed one lives ttl. Times come from TIME, never from a client. Every
-// write is fenced by owner and fence. A script answers for the state it
-// finds, so running one twice is harmless only if nothing runs in between
-// that changes its answer: go-redis never re-sends a call whose reply was
-// lost (Store.exec marks every call NoRetry), and the store repeats only
-// calls whose repeat cannot be answered wrongly (Store.repeat): a claim
-// recognises its own owner and answers with the same token, a renew
-// renews the holder's own lease again, a get writes nothing. The finish
-// script recognises its own completion, so the runtime repeats a Complete;
-// a repeated release or forget may answer for another client's call made
-// in between, so the store does not repeat them.
+// A script answers for the state it finds, so running one twice is
+// harmless only if nothing runs in between that changes its answer:
+// go-redis never re-sends a call whose reply was lost (Store.exec marks
+// every call NoRetry), and the store repeats only calls whose repeat
+// cannot be answered wrongly (Store.repeat): a claim recognises its own
+// owner and answers with the same token, a renew renews the holder's own
+// lease again, a get writes nothing. The finish script recognises its own
+// completion (owner and fence are kept in the completed value), so the
+// runtime repeats a Complete; a repeated release or forget may answer for
+// another client's call made in between, so the store does not repeat
+// them.
 //
 // Replies are arrays whose first element is a code; -1 means the record is
 // corrupt and the second element says why. Every script reads the record
-// through record() (luaRecord), which finds it corrupt when the Redis key
-// is not a hash (another application's string at the record's name, say)
-// or is a hash without a known state: the script then answers -1, before
-// any write, never with Redis's WRONGTYPE error, which would read as an
-// outage, and never as the nearest state. A waiter set of another type is
-// corrupt the same way, before the claim or finish that would use it
-// writes anything.
+// with luaGet and parses it with record() (luaRecord), which finds it corrupt when the
+// Redis key is not a string (another application's hash at the record's
+// name, say) or holds a value that is no v3 record: the script then
+// answers -1, before any write, never with Redis's WRONGTYPE error, which
+// would read as an outage, and never as the nearest state. Two paths skip
+// parse(), to keep the common transitions cheap: a completed record is
+// passed to the client, which decodes it (decodeValue) as strictly; and
+// finish writes over a record that starts with the caller's own token
+// (see finishScript) without reading the rest. A waiter set of another
+// type is corrupt the same way, before the claim or finish that would use
+// it writes anything.
 
-const luaNow = `
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+// luaGet starts every script: v is KEYS[1]'s value, false when absent, or
+// an error table when the key is no string. Each script's common path
+// follows it, before luaRecord defines the functions the other paths use
+// (a closure made on every call costs server CPU too).
+const luaGet = `
+local v = redis.pcall('GET', KEYS[1])
 `
 
-// luaRecord defines record(field, ...): HMGET of KEYS[1]'s fields, the
-// first of which must be st, or nil and the reason the key is no record
-// the store can read. An absent key is all false (st too).
+// luaRecord defines parse(v): the value parsed, or nil and the reason it
+// is no record the store can read; record(): v parsed, false when absent,
+// or nil and the reason (the key is no string, or parse's); pttl():
+// KEYS[1]'s PTTL, or nil when it has no expiry. Replies that carry a
+// completed record pass its value on unparsed (a claim, a get): the client
+// decodes it and finds it corrupt as strictly.
 const luaRecord = `
-local function record(...)
-  local r = redis.pcall('HMGET', KEYS[1], ...)
-  if r.err then return nil, 'not a hash: ' .. redis.call('TYPE', KEYS[1]).ok end
-  local st = r[1]
+local function num(n)
+  return (#n < 16 or #n == 16 and n <= '9007199254740992') and (#n == 1 or string.byte(n, 1) ~= 48)
+end
+local function parse(v)
+  local st, w, fen, ol, at = string.match(v, '^3([pcfr])([01])(%d+):(%d+):()')
   if not st then
-    if redis.call('EXISTS', KEYS[1]) == 1 then return nil, 'field st missing' end
-  elseif st ~= 'p' and st ~= 'c' and st ~= 'f' and st ~= 'r' then
-    return nil, 'field st has an unknown state'
+    if string.sub(v, 1, 1) ~= '3' then return nil, 'not a v3 record (a value of another format or application)' end
+    return nil, 'garbled v3 header'
   end
-  return r
+  if fen == '0' or not num(fen) or not num(ol) then return nil, 'a number of the header is 0, too long or not canonical' end
+  ol = tonumber(ol)
+  local own = string.sub(v, at, at + ol - 1)
+  if #own < ol then return nil, 'shorter than its header says' end
+  local ms, fl, at2 = string.match(v, '^(%d+):(%d+):()', at + ol)
+  if not ms then return nil, 'garbled v3 header' end
+  if not num(ms) or not num(fl) then return nil, 'a number of the header is too long or not canonical' end
+  local tail = at2 + tonumber(fl)
+  if tail - 1 > #v then return nil, 'shorter than its header says' end
+  if (st == 'p' or st == 'r') and tail <= #v then return nil, 'a result after a record in progress or released' end
+  return {v = v, st = st, w = w, fen = fen, ms = tonumber(ms), own = own, fp = string.sub(v, at2, tail - 1)}
+end
+local function record()
+  if type(v) == 'table' then return nil, 'not a string: ' .. redis.call('TYPE', KEYS[1]).ok end
+  if not v then return false end
+  return parse(v)
+end
+local function pttl()
+  local t = redis.call('PTTL', KEYS[1])
+  if t < 0 then return nil end
+  return t
 end
 local function notSet()
   return 'its waiter set (' .. KEYS[2] .. ') is not a set: ' .. redis.call('TYPE', KEYS[2]).ok
@@ -68,89 +100,108 @@ end
 // claimScript: ARGV = owner, lease ms, ttl ms, fingerprint, waiter member.
 // Replies:
 //
-//	{1, fence, lease left ms, takeover}                        claimed
-//	{2, st, res, fp, fence, owner, ca, pttl, now}              completed
-//	{3, lease left ms, fence, holder fp}                       in progress
-const claimSrc = luaNow + luaRecord + `
-local r, bad = record('st', 'own', 'fen', 'lu', 'fp', 'res', 'ca')
-if not r then return {-1, bad} end
-local st = r[1]
+//	{1, fence, lease left ms, takeover}     claimed
+//	{2, value, pttl}                        completed
+//	{3, value, lease left ms}               in progress (value: the holder's)
+//
+// redis.calls: new key GET, PSETEX; completed GET, PTTL; our own claim
+// again GET, PTTL; in progress GET, PTTL, and with a waiter SADD, PEXPIRE,
+// and SETRANGE when the waiter flag was 0; takeover or released GET, PTTL,
+// PSETEX.
+const claimSrc = luaGet + `
 local lease = tonumber(ARGV[2])
 local keep = math.max(tonumber(ARGV[3]), lease)
-if not st then
-  redis.call('HSET', KEYS[1], 'st', 'p', 'own', ARGV[1], 'fen', 1, 'lu', now + lease, 'fp', ARGV[4])
-  redis.call('PEXPIRE', KEYS[1], keep)
+if v == false then
+  redis.call('PSETEX', KEYS[1], keep, '3p01:' .. #ARGV[1] .. ':' .. ARGV[1] .. (keep - lease) .. ':' .. #ARGV[4] .. ':' .. ARGV[4])
   return {1, 1, lease, 0}
 end
-local fen = tonumber(r[3])
-if not fen then return {-1, 'field fen missing or not a number'} end
-if st == 'c' or st == 'f' then
-  local ca = tonumber(r[7])
-  if not ca then return {-1, 'field ca missing or not a number'} end
-  if not r[6] then return {-1, 'field res missing'} end
-  return {2, st, r[6], r[5] or '', fen, r[2] or '', ca, redis.call('PTTL', KEYS[1]), now}
+if type(v) == 'string' then
+  local head = string.sub(v, 1, 2)
+  if head == '3c' or head == '3f' then return {2, v, redis.call('PTTL', KEYS[1])} end
 end
-local takeover = 0
-if st == 'p' then
-  local lu = tonumber(r[4])
-  if not lu then return {-1, 'field lu missing or not a number'} end
-  if r[2] == ARGV[1] then return {1, fen, lu - now, 0} end
-  if lu > now then
+` + luaRecord + `
+local r, bad = record()
+if not r then return {-1, bad} end
+local pt = pttl()
+if not pt then return {-1, 'record has no TTL'} end
+local takeover, w = 0, '0'
+if r.st == 'p' then
+  local left = pt - r.ms
+  if r.own == ARGV[1] then return {1, tonumber(r.fen), left, 0} end
+  if left > 0 then
     if ARGV[5] ~= '' then
       local added = redis.pcall('SADD', KEYS[2], ARGV[5])
       if type(added) == 'table' and added.err then return {-1, notSet()} end
-      redis.call('PEXPIRE', KEYS[2], lu - now + 60000)
+      redis.call('PEXPIRE', KEYS[2], left + 60000)
+      if r.w == '0' then redis.call('SETRANGE', KEYS[1], 2, '1') end
     end
-    return {3, lu - now, fen, r[5] or ''}
+    return {3, r.v, left}
   end
-  takeover = 1
+  takeover, w = 1, r.w
 end
-fen = fen + 1
-redis.call('HSET', KEYS[1], 'st', 'p', 'own', ARGV[1], 'fen', fen, 'lu', now + lease, 'fp', ARGV[4])
-redis.call('HDEL', KEYS[1], 'res', 'ca')
-if redis.call('PTTL', KEYS[1]) < keep then redis.call('PEXPIRE', KEYS[1], keep) end
-return {1, fen, lease, takeover}
+local fen = string.format('%d', tonumber(r.fen) + 1)
+local px = math.max(pt, keep)
+redis.call('PSETEX', KEYS[1], px, '3p' .. w .. fen .. ':' .. #ARGV[1] .. ':' .. ARGV[1] ..
+  (px - lease) .. ':' .. #ARGV[4] .. ':' .. ARGV[4])
+return {1, tonumber(fen), lease, takeover}
 `
 
 var claimScript = redis.NewScript(claimSrc)
 
-// finishScript completes (c, f) or releases (r) a claim and wakes the
-// waiters of other instances. ARGV = owner, fence, new state, res, fp,
-// ttl ms, inbox channel prefix. Replies:
+// finishScript completes or releases a claim and wakes the waiters of
+// other instances. ARGV = "3p0" and the token's tag (tokenTag: fence and
+// owner as the record holds them from byte 3 on), the completed value (""
+// to release), ttl ms, inbox channel prefix. The record is the caller's
+// when it starts with "3", its state, a waiter flag and the tag: then the
+// script writes without parsing the rest, which it replaces. A completion
+// of a record in progress with no waiters, the common case, is one
+// comparison of the record's first bytes with ARGV[1]. Replies:
 //
-//	{1, ca, ttl}                                   done
-//	{2, st, res, fp, ca, pttl, now}                our own completion, replayed
-//	{0}                                            not the holder: lease lost
-const finishSrc = luaNow + luaRecord + `
-local r, bad = record('st', 'own', 'fen', 'res', 'fp', 'ca')
-if not r then return {-1, bad} end
-local st = r[1]
-if st == 'p' and r[2] == ARGV[1] and r[3] == ARGV[2] then
-  local ws = redis.pcall('SMEMBERS', KEYS[2])
-  if ws.err then return {-1, notSet()} end
-  if ARGV[3] == 'r' then
-    redis.call('HSET', KEYS[1], 'st', 'r')
-    redis.call('HDEL', KEYS[1], 'own', 'lu', 'fp')
-  else
-    redis.call('HSET', KEYS[1], 'st', ARGV[3], 'res', ARGV[4], 'fp', ARGV[5], 'ca', now)
-    redis.call('HDEL', KEYS[1], 'lu')
-    redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[6]))
-  end
-  for _, w in ipairs(ws) do
-    local i = string.find(w, ':', 1, true)
-    if i then redis.call('PUBLISH', ARGV[7] .. string.sub(w, 1, i - 1), string.sub(w, i + 1)) end
-  end
-  if #ws > 0 then redis.call('DEL', KEYS[2]) end
-  return {1, now, tonumber(ARGV[6])}
+//	{1}                        done
+//	{2, value, pttl}           our own completion, replayed
+//	{0}                        not the holder: lease lost
+//
+// redis.calls: complete GET, PSETEX; release GET, SETRANGE; with the
+// waiter flag set also SMEMBERS, a PUBLISH per waiter and DEL; a replayed
+// completion GET, PTTL.
+const finishSrc = luaGet + `
+if ARGV[2] ~= '' and type(v) == 'string' and string.sub(v, 1, #ARGV[1]) == ARGV[1] then
+  redis.call('PSETEX', KEYS[1], ARGV[3], ARGV[2])
+  return {1}
 end
-if ARGV[3] == 'r' then
-  if not st or st == 'r' then return {1, now, 0} end
+local tag, st, w = string.sub(ARGV[1], 4), '', ''
+if type(v) == 'string' and string.sub(v, 1, 1) == '3' and string.sub(v, 4, 3 + #tag) == tag then
+  st, w = string.sub(v, 2, 2), string.sub(v, 3, 3)
+end
+` + luaRecord + `
+if st == 'p' and (w == '0' or w == '1') then
+  local ws = {}
+  if w == '1' then
+    ws = redis.pcall('SMEMBERS', KEYS[2])
+    if ws.err then return {-1, notSet()} end
+  end
+  if ARGV[2] == '' then
+    redis.call('SETRANGE', KEYS[1], 1, 'r0')
+  else
+    redis.call('PSETEX', KEYS[1], ARGV[3], ARGV[2])
+  end
+  for _, m in ipairs(ws) do
+    local i = string.find(m, ':', 1, true)
+    if i then redis.call('PUBLISH', ARGV[4] .. string.sub(m, 1, i - 1), string.sub(m, i + 1)) end
+  end
+  if w == '1' then redis.call('DEL', KEYS[2]) end
+  return {1}
+end
+local r, bad = record()
+if r == nil then return {-1, bad} end
+if ARGV[2] == '' then
+  if not r or r.st == 'r' then return {1} end
   return {0}
 end
-if (st == 'c' or st == 'f') and r[2] == ARGV[1] and r[3] == ARGV[2] then
-  local ca = tonumber(r[6])
-  if not ca or not r[4] then return {-1, 'fields ca or res missing'} end
-  return {2, st, r[4], r[5] or '', ca, redis.call('PTTL', KEYS[1]), now}
+if r and (r.st == 'c' or r.st == 'f') and st == r.st then
+  local pt = pttl()
+  if not pt then return {-1, 'record has no TTL'} end
+  return {2, r.v, pt}
 end
 return {0}
 `
@@ -158,14 +209,18 @@ return {0}
 var finishScript = redis.NewScript(finishSrc)
 
 // renewScript renews a lease. ARGV = owner, fence, lease ms. Replies {1}
-// or {0} (lease lost).
-const renewSrc = luaNow + luaRecord + `
-local r, bad = record('st', 'own', 'fen')
-if not r then return {-1, bad} end
-if r[1] == 'p' and r[2] == ARGV[1] and r[3] == ARGV[2] then
+// or {0} (lease lost). redis.calls: GET, PTTL, PSETEX (the same value with
+// the lease's new offset; the record lives at least the lease).
+const renewSrc = luaGet + luaRecord + `
+local r, bad = record()
+if r == nil then return {-1, bad} end
+if r and r.st == 'p' and r.own == ARGV[1] and r.fen == ARGV[2] then
+  local pt = pttl()
+  if not pt then return {-1, 'record has no TTL'} end
   local lease = tonumber(ARGV[3])
-  redis.call('HSET', KEYS[1], 'lu', now + lease)
-  if redis.call('PTTL', KEYS[1]) < lease then redis.call('PEXPIRE', KEYS[1], lease) end
+  local px = math.max(pt, lease)
+  redis.call('PSETEX', KEYS[1], px, '3p' .. r.w .. r.fen .. ':' .. #r.own .. ':' .. r.own ..
+    (px - lease) .. ':' .. #r.fp .. ':' .. r.fp)
   return {1}
 end
 return {0}
@@ -173,16 +228,18 @@ return {0}
 
 var renewScript = redis.NewScript(renewSrc)
 
-// getScript reads a completed record. Replies {2, st, res, fp, fence, owner,
-// ca, pttl, now} or {0} (none).
-const getSrc = luaNow + luaRecord + `
-local r, bad = record('st', 'own', 'fen', 'res', 'fp', 'ca')
+// getScript reads a completed record. Replies {2, value, pttl} or {0}
+// (none). redis.calls: GET, and PTTL when completed.
+const getSrc = luaGet + `
+if v == false then return {0} end
+if type(v) == 'string' then
+  local head = string.sub(v, 1, 2)
+  if head == '3c' or head == '3f' then return {2, v, redis.call('PTTL', KEYS[1])} end
+end
+` + luaRecord + `
+local r, bad = record()
 if not r then return {-1, bad} end
-local st = r[1]
-if st ~= 'c' and st ~= 'f' then return {0} end
-local fen, ca = tonumber(r[3]), tonumber(r[6])
-if not fen or not ca or not r[4] then return {-1, 'fields fen, ca or res missing'} end
-return {2, st, r[4], r[5] or '', fen, r[2] or '', ca, redis.call('PTTL', KEYS[1]), now}
+return {0}
 `
 
 var getScript = redis.NewScript(getSrc)
@@ -190,42 +247,34 @@ var getScript = redis.NewScript(getSrc)
 // forgetScript deletes a completed record. Replies {1} deleted, {0}
 // nothing to delete (absent, or released: a released record lives on, so
 // that its fence keeps rising, and is left), {3} in progress.
-const forgetSrc = luaRecord + `
-local r, bad = record('st')
-if not r then return {-1, bad} end
-local st = r[1]
-if st == 'p' then return {3} end
-if st == 'c' or st == 'f' then
-  redis.call('DEL', KEYS[1], KEYS[2])
-  return {1}
-end
-return {0}
+// redis.calls: GET, and DEL of the record and its waiter set when
+// completed.
+const forgetSrc = luaGet + luaRecord + `
+local r, bad = record()
+if r == nil then return {-1, bad} end
+if not r or r.st == 'r' then return {0} end
+if r.st == 'p' then return {3} end
+redis.call('DEL', KEYS[1], KEYS[2])
+return {1}
 `
 
 var forgetScript = redis.NewScript(forgetSrc)
 
 // inspectScript reads a record in any state, writing nothing. Replies
 //
-//	{0}                                            absent or released
-//	{1, fence, owner, lease left ms, fp}           in progress (lease left ≥ 0)
-//	{2, st, res, fp, fence, owner, ca, pttl, now}  completed
+//	{0}                            absent or released
+//	{1, value, lease left ms}      in progress (lease left ≥ 0)
+//	{2, value, pttl}               completed
 //
-// A key that is not a hash is corrupt, as is a hash without a known state.
-const inspectSrc = luaNow + luaRecord + `
-local r, bad = record('st', 'own', 'fen', 'lu', 'fp', 'res', 'ca')
-if not r then return {-1, bad} end
-local st = r[1]
-if not st or st == 'r' then return {0} end
-local fen = tonumber(r[3])
-if not fen then return {-1, 'field fen missing or not a number'} end
-if st == 'p' then
-  local lu = tonumber(r[4])
-  if not lu or not r[2] then return {-1, 'fields lu or own missing'} end
-  return {1, fen, r[2], math.max(lu - now, 0), r[5] or ''}
-end
-local ca = tonumber(r[7])
-if not ca or not r[6] then return {-1, 'fields ca or res missing'} end
-return {2, st, r[6], r[5] or '', fen, r[2] or '', ca, redis.call('PTTL', KEYS[1]), now}
+// redis.calls: GET, and PTTL unless absent or released.
+const inspectSrc = luaGet + luaRecord + `
+local r, bad = record()
+if r == nil then return {-1, bad} end
+if not r or r.st == 'r' then return {0} end
+if r.st ~= 'p' then return {2, r.v, redis.call('PTTL', KEYS[1])} end
+local pt = pttl()
+if not pt then return {-1, 'record has no TTL'} end
+return {1, r.v, math.max(pt - r.ms, 0)}
 `
 
 var inspectScript = redis.NewScript(inspectSrc)
@@ -236,7 +285,9 @@ var allScripts = []*redis.Script{claimScript, finishScript, renewScript, getScri
 // "claim", "finish", "renew", "get", "forget" or "inspect" ("" for another
 // name).
 // Tools that drive the scripts themselves (the benchmark harness runs
-// redis-benchmark on the claim script) use it.
+// redis-benchmark on the claim script) use it. The claim script's KEYS are
+// the record and its waiter set, its ARGV owner, lease ms, ttl ms,
+// fingerprint and waiter member ("" for none).
 func ScriptSource(name string) string {
 	switch name {
 	case "claim":
