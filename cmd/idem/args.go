@@ -62,7 +62,7 @@ Keys:
   -all-versions      clear/stats: every version of -namespace
   -key-prefix P      clear/stats: only keys starting with P (within the scope)
   -redis-key         KEY is a Redis key name as redis-cli lists it,
-                     such as idem:v2{ff:idemp:tenant-a:v1:order-1}
+                     such as idem:v3{ff:idemp:tenant-a:v1:order-1}
 
 Output and clear:
   -json              JSON on stdout instead of text

@@ -55,7 +55,7 @@ func checkClear(t *testing.T, f *fixture, n, page int) {
 	if len(dry.Skipped) != 1 || dry.Skipped[0].Key != running || dry.Skipped[0].Owner != "owner-1" || dry.Skipped[0].LeaseLeftMs <= 0 {
 		t.Fatalf("dry run skipped %+v, want the key in progress", dry.Skipped)
 	}
-	if len(dry.NotIdem) != 1 || !strings.Contains(dry.NotIdem[0].Reason, "not a hash") {
+	if len(dry.NotIdem) != 1 || !strings.Contains(dry.NotIdem[0].Reason, "not a v3 record") {
 		t.Fatalf("dry run: not idem's %+v, want the foreign key", dry.NotIdem)
 	}
 	for _, k := range del {
@@ -105,7 +105,7 @@ func TestClearText(t *testing.T) {
 	for _, want := range []string{
 		"would delete ff:idemp:tenant-a:v1:order-1\n",
 		"skipped ff:idemp:tenant-a:v1:running: in progress (owner owner-1",
-		"is not an idem record: not a hash: string",
+		"is not an idem record: not a v3 record",
 		"would delete 3 records; skipped 1 in progress; 1 not idem records",
 		"dry run: nothing was deleted",
 	} {
