@@ -27,6 +27,9 @@ type owner[T any] struct {
 	codec      Codec
 	classifier func(error) bool
 	waits      bool // WithOwnerWaits
+	// base is the parent of fn's context, kept here so that it costs no
+	// allocation of its own.
+	base detached
 }
 
 // execute runs fn as the key's owner, hands the outcome to the shard and
@@ -37,7 +40,8 @@ func (o *owner[T]) execute(ctx context.Context, st *callStats) (T, Outcome, erro
 		granted := time.Now()
 		defer func() { st.run = time.Since(granted) }()
 	}
-	runCtx, cancel := runContext(context.WithValue(ctx, nestedKey{}, o.rt))
+	o.base = detached{parent: ctx, rt: o.rt}
+	runCtx, cancel := runContext(ctx, &o.base)
 	o.req.SetCancel(cancel)
 	if ctx.Done() == nil || o.waits {
 		// Nothing can cancel this caller (or it asked to stay): run fn on
@@ -63,15 +67,35 @@ func (o *owner[T]) execute(ctx context.Context, st *callStats) (T, Outcome, erro
 // nestedKey marks the context of a function the runtime runs.
 type nestedKey struct{}
 
-// runContext returns the context fn runs under: ctx's values and deadline,
-// without its cancellation, cancellable by the shard.
-func runContext(ctx context.Context) (context.Context, context.CancelCauseFunc) {
-	base, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+// detached is what context.WithoutCancel(context.WithValue(parent,
+// nestedKey{}, rt)) returns, as one value an owner embeds: parent's values
+// and the mark of a nested call, without parent's deadline or cancellation.
+type detached struct {
+	parent context.Context
+	rt     *Runtime
+}
+
+func (*detached) Deadline() (time.Time, bool) { return time.Time{}, false }
+func (*detached) Done() <-chan struct{}       { return nil }
+func (*detached) Err() error                  { return nil }
+func (*detached) String() string              { return "idem.runContext" }
+
+func (d *detached) Value(key any) any {
+	if _, ok := key.(nestedKey); ok {
+		return d.rt
+	}
+	return d.parent.Value(key)
+}
+
+// runContext returns the context fn runs under: base (ctx's values, without
+// its cancellation) with ctx's deadline, cancellable by the shard.
+func runContext(ctx context.Context, base *detached) (context.Context, context.CancelCauseFunc) {
+	run, cancel := context.WithCancelCause(base)
 	deadline, ok := ctx.Deadline()
 	if !ok {
-		return base, cancel
+		return run, cancel
 	}
-	withDeadline, cancelDeadline := context.WithDeadline(base, deadline)
+	withDeadline, cancelDeadline := context.WithDeadline(run, deadline)
 	return withDeadline, func(cause error) {
 		cancel(cause)
 		cancelDeadline()
@@ -128,7 +152,8 @@ func (o *owner[T]) fill(f *actors.Finish, v T, err error) {
 	fp := o.fp
 	switch {
 	case err == nil:
-		data, encErr := o.codec.Marshal(v)
+		boxed := any(v) // once: the codec and the shard's callers share it
+		data, encErr := o.codec.Marshal(boxed)
 		if encErr != nil {
 			// Kept as the permanent error it is, as every other process
 			// replays it: IsPermanent is true for the owner and its
@@ -139,7 +164,7 @@ func (o *owner[T]) fill(f *actors.Finish, v T, err error) {
 			f.Record = failedRecord(codecErr, fp)
 			return
 		}
-		f.Kind, f.Value = actors.Success, v
+		f.Kind, f.Value = actors.Success, boxed
 		f.Record.Value, f.Record.Fingerprint = data, fp
 	case IsPermanent(err):
 		f.Kind, f.Err = actors.Permanent, err

@@ -28,9 +28,11 @@ type Request struct {
 	Finish Finish
 
 	// cancel is the owner's run-context cancel, published by the caller
-	// after a Grant; lost is set by the actor when the run must stop.
-	cancel atomic.Pointer[context.CancelCauseFunc]
-	lost   atomic.Pointer[error]
+	// after a Grant (it points at cancelFn: no allocation); lost is set by
+	// the actor when the run must stop.
+	cancel   atomic.Pointer[context.CancelCauseFunc]
+	cancelFn context.CancelCauseFunc
+	lost     atomic.Pointer[error]
 
 	// finishing is set by the owner before it completes the key itself, so
 	// that a renewal refused in the meantime is not taken for a lost lease.
@@ -63,7 +65,8 @@ const (
 // SetCancel publishes the cancel function of the owner's run context. If the
 // actor has already asked the run to stop, cancel is called at once.
 func (r *Request) SetCancel(cancel context.CancelCauseFunc) {
-	r.cancel.Store(&cancel)
+	r.cancelFn = cancel
+	r.cancel.Store(&r.cancelFn)
 	if cause := r.lost.Load(); cause != nil {
 		cancel(*cause)
 	}
