@@ -116,8 +116,13 @@ func do[T any](ctx context.Context, rt *Runtime, key string, fn func(context.Con
 		// The owner lives on the heap: a goroutine may run fn.
 		o := &owner[T]{rt: rt, sh: sh, req: req, token: rep.Token, fn: fn,
 			fp: c.fp, codec: c.codec, classifier: c.classifier, waits: c.ownerWaits}
-		return o.execute(ctx, st)
+		v, out, err := o.execute(ctx, st)
+		if o.answered {
+			req.Release()
+		}
+		return v, out, err
 	case actors.Settled:
+		req.Release()
 		out := Replayed
 		if rep.Joined {
 			out = Joined
@@ -125,6 +130,7 @@ func do[T any](ctx context.Context, rt *Runtime, key string, fn func(context.Con
 		v, err := result[T](key, c.fp, c.codec, rep.Result)
 		return v, settledOutcome(out, err), err
 	default:
+		req.Release()
 		return zero, NoOutcome, failure(key, rep)
 	}
 }
@@ -148,17 +154,16 @@ func (rt *Runtime) refuse(ctx context.Context, key string, optErr error, nilFunc
 	return ctx.Err()
 }
 
-// newRequest returns the shard request of a call of key with options c.
+// newRequest returns the shard request of a call of key with options c,
+// from the shard's pool: the caller releases it once it has its final
+// reply (never after it told the shard it left, see wait).
 func newRequest(key string, c *callOptions) *actors.Request {
-	return &actors.Request{
-		Key:         key,
-		Fingerprint: c.fp,
-		Lease:       c.lease,
-		TTL:         c.ttl,
-		Settle:      c.settle,
-		NoRenew:     c.noRenew,
-		Reply:       make(chan actors.Reply, 1),
-	}
+	r := actors.NewRequest()
+	r.Key = key
+	r.Fingerprint = c.fp
+	r.Lease, r.TTL, r.Settle = c.lease, c.ttl, c.settle
+	r.NoRenew = c.noRenew
+	return r
 }
 
 // settledOutcome is the outcome of a caller given a settled record: out,

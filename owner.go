@@ -27,6 +27,7 @@ type owner[T any] struct {
 	codec      Codec
 	classifier func(error) bool
 	waits      bool // WithOwnerWaits
+	answered   bool // the shard answered the Finish: the caller may release req
 	// base is the parent of fn's context, kept here so that it costs no
 	// allocation of its own.
 	base detached
@@ -55,8 +56,10 @@ func (o *owner[T]) execute(ctx context.Context, st *callStats) (T, Outcome, erro
 	var zero T
 	rep, err := o.rt.wait(ctx, o.sh, o.req, false)
 	if err != nil {
+		// fn may still run and send its Finish: req stays as it is.
 		return zero, Executed, err
 	}
+	o.answered = true
 	if rep.Kind == actors.Settled {
 		v, err := result[T](o.req.Key, o.fp, o.codec, rep.Result)
 		return v, Executed, err

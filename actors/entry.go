@@ -100,6 +100,7 @@ func (s *Shard) onRequest(r *Request) {
 	// completed since (its owner's Finish came first in this mailbox).
 	if c := s.Lookup(r.Key, s.now()); c != nil {
 		s.reply(r, Reply{Kind: Settled, Result: c})
+		s.dropRequest(r)
 		return
 	}
 	e := s.entries[r.Key]

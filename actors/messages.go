@@ -38,6 +38,8 @@ type Request struct {
 	// that a renewal refused in the meantime is not taken for a lost lease.
 	finishing atomic.Bool
 
+	pool pooled // see NewRequest
+
 	// Owned by the actor.
 	where    where
 	deadline time.Time // end of the settle time, once the caller waits
