@@ -85,8 +85,8 @@ func do[T any](ctx context.Context, rt *Runtime, key string, fn func(context.Con
 		return zero, NoOutcome, err
 	}
 	sh := rt.set.For(key)
-	if hit := sh.Lookup(key, rt.clock.Now()); hit != nil {
-		v, err := result[T](key, c.fp, c.codec, hit)
+	if hit, ok := sh.Hit(key, rt.clock.Now()); ok {
+		v, err := result[T](key, c.fp, c.codec, &hit)
 		return v, settledOutcome(Replayed, err), err
 	}
 	// A call made from inside a function this runtime runs is part of a call

@@ -191,7 +191,8 @@ func (o *owner[T]) completeHere(f *actors.Finish) {
 	f.Stored, f.StoreErr = true, err
 	var rep actors.Reply
 	if err == nil {
-		f.Result = &actors.Cached{Record: rec, Value: f.Value, Err: f.Err}
+		f.Own = actors.Cached{Record: rec, Value: f.Value, Err: f.Err}
+		f.Result = &f.Own
 		rep = actors.Reply{Kind: actors.Settled, Result: f.Result}
 	} else {
 		code := actors.FailStore

@@ -196,6 +196,6 @@ func (s *Shard) onForget(m *forget) {
 func (s *Shard) remember(e *entry, c *Cached) {
 	rec := &c.Record
 	if s.cache != nil && !e.noCache && rec.ExpiresAt.After(s.now()) && (!rec.Failed || len(rec.Value) == 0) {
-		s.cache.Add(e.key, c)
+		s.cache.Add(e.key, *c)
 	}
 }

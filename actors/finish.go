@@ -33,7 +33,13 @@ func (s *Shard) onFinish(f *Finish) {
 		e.owner = nil
 		e.fin = f
 		e.phase = phFinishing
-		s.stored(e, f.Result, f.StoreErr)
+		c := f.Result
+		if c == &f.Own && len(e.waiters) > 0 {
+			// The waiters keep it after r is reused: a copy of their own.
+			c = new(Cached)
+			*c = f.Own
+		}
+		s.stored(e, c, f.StoreErr)
 		if s.entries[r.Key] != e || e.fin != f {
 			// Nothing refers to r any more (unless a Complete the store
 			// refused is to be retried from f, which lives in r).

@@ -162,6 +162,11 @@ type Finish struct {
 	Stored   bool
 	Result   *Cached
 	StoreErr error
+	// Own is room for the owner's Result inside the request, so that a
+	// key without waiters settles without allocating one: the owner reads
+	// it before it releases the request, and the shard copies it for
+	// anyone else (the LRU keeps records by value).
+	Own Cached
 }
 
 // Cached is a validated terminal record: what the LRU holds and what
