@@ -28,9 +28,9 @@ type owner[T any] struct {
 	classifier func(error) bool
 	waits      bool // WithOwnerWaits
 	answered   bool // the shard answered the Finish: the caller may release req
-	// base is the parent of fn's context, kept here so that it costs no
-	// allocation of its own.
-	base detached
+	// rc is fn's context, kept here so that it costs no allocation of its
+	// own.
+	rc runCtx
 }
 
 // execute runs fn as the key's owner, hands the outcome to the shard and
@@ -41,17 +41,16 @@ func (o *owner[T]) execute(ctx context.Context, st *callStats) (T, Outcome, erro
 		granted := time.Now()
 		defer func() { st.run = time.Since(granted) }()
 	}
-	o.base = detached{parent: ctx, rt: o.rt}
-	runCtx, cancel := runContext(ctx, &o.base)
-	o.req.SetCancel(cancel)
+	o.rc.init(ctx, o.rt)
+	o.req.SetCanceler(&o.rc)
 	if ctx.Done() == nil || o.waits {
 		// Nothing can cancel this caller (or it asked to stay): run fn on
 		// its own goroutine.
-		o.run(runCtx, cancel)
+		o.run()
 	} else {
 		// Run fn apart, so that Do can return when ctx ends while fn goes
 		// on for the callers waiting for it.
-		go o.run(runCtx, cancel)
+		go o.run()
 	}
 	var zero T
 	rep, err := o.rt.wait(ctx, o.sh, o.req, false)
@@ -67,56 +66,18 @@ func (o *owner[T]) execute(ctx context.Context, st *callStats) (T, Outcome, erro
 	return zero, Executed, failure(o.req.Key, rep)
 }
 
-// nestedKey marks the context of a function the runtime runs.
-type nestedKey struct{}
-
-// detached is what context.WithoutCancel(context.WithValue(parent,
-// nestedKey{}, rt)) returns, as one value an owner embeds: parent's values
-// and the mark of a nested call, without parent's deadline or cancellation.
-type detached struct {
-	parent context.Context
-	rt     *Runtime
-}
-
-func (*detached) Deadline() (time.Time, bool) { return time.Time{}, false }
-func (*detached) Done() <-chan struct{}       { return nil }
-func (*detached) Err() error                  { return nil }
-func (*detached) String() string              { return "idem.runContext" }
-
-func (d *detached) Value(key any) any {
-	if _, ok := key.(nestedKey); ok {
-		return d.rt
-	}
-	return d.parent.Value(key)
-}
-
-// runContext returns the context fn runs under: base (ctx's values, without
-// its cancellation) with ctx's deadline, cancellable by the shard.
-func runContext(ctx context.Context, base *detached) (context.Context, context.CancelCauseFunc) {
-	run, cancel := context.WithCancelCause(base)
-	deadline, ok := ctx.Deadline()
-	if !ok {
-		return run, cancel
-	}
-	withDeadline, cancelDeadline := context.WithDeadline(run, deadline)
-	return withDeadline, func(cause error) {
-		cancel(cause)
-		cancelDeadline()
-	}
-}
-
 // run calls fn and sends the shard a Finish however fn ends: a value, an
 // error, a panic, or runtime.Goexit (t.FailNow in a test).
 //
 // With an in-process store, a result to keep (a value or a permanent error)
 // is completed here, on the owner's goroutine, and the owner's answer goes
 // straight into its reply channel; the Finish then only tells the shard.
-func (o *owner[T]) run(ctx context.Context, cancel context.CancelCauseFunc) {
+func (o *owner[T]) run() {
 	f := &o.req.Finish
 	f.Req = o.req
 	returned := false
 	defer func() {
-		cancel(nil)
+		o.rc.CancelRun(nil)
 		if returned && o.sh.Inline() && (f.Kind == actors.Success || f.Kind == actors.Permanent) {
 			o.completeHere(f)
 			return
@@ -132,8 +93,8 @@ func (o *owner[T]) run(ctx context.Context, cancel context.CancelCauseFunc) {
 		}
 		o.sh.Finish(f)
 	}()
-	v, err := o.fn(ctx)
-	o.fill(f, v, withCause(ctx, err))
+	v, err := o.fn(&o.rc)
+	o.fill(f, v, withCause(&o.rc, err))
 	returned = true
 }
 
