@@ -4,6 +4,7 @@ package idem
 // hands the shard its outcome however the function ends.
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/idemrt/idem/actors"
 	"github.com/idemrt/idem/store"
+	"github.com/idemrt/idem/store/memstore"
 )
 
 // owner is a call that was granted its key: what it needs to run fn and
@@ -28,6 +30,8 @@ type owner[T any] struct {
 	classifier func(error) bool
 	waits      bool // WithOwnerWaits
 	answered   bool // the shard answered the Finish: the caller may release req
+	// enc holds the encoded result while an in-process store copies it.
+	enc *encoded
 	// rc is fn's context, kept here so that it costs no allocation of its
 	// own.
 	rc runCtx
@@ -117,7 +121,8 @@ func (o *owner[T]) fill(f *actors.Finish, v T, err error) {
 	switch {
 	case err == nil:
 		boxed := any(v) // once: the codec and the shard's callers share it
-		data, encErr := o.codec.Marshal(boxed)
+		data, enc, encErr := encode(o.codec, boxed, o.copiedByStore())
+		o.enc = enc
 		if encErr != nil {
 			// Kept as the permanent error it is, as every other process
 			// replays it: IsPermanent is true for the owner and its
@@ -143,6 +148,17 @@ func (o *owner[T]) fill(f *actors.Finish, v T, err error) {
 	}
 }
 
+// copiedByStore reports whether the owner completes its key in a store
+// known to copy the value it keeps (memstore), so that fill may encode it
+// into a reused buffer.
+func (o *owner[T]) copiedByStore() bool {
+	if !o.sh.Inline() {
+		return false
+	}
+	_, ok := o.sh.Store().(*memstore.Store)
+	return ok
+}
+
 // completeHere completes the key in an in-process store and answers the
 // owner itself.
 func (o *owner[T]) completeHere(f *actors.Finish) {
@@ -150,6 +166,17 @@ func (o *owner[T]) completeHere(f *actors.Finish) {
 	req.Finishing()
 	rec, err := o.sh.Store().Complete(context.Background(), req.Key, o.token, f.Record, req.TTL)
 	f.Stored, f.StoreErr = true, err
+	if o.enc != nil {
+		// The store kept a copy; the shard may retry a refused Complete
+		// from f.Record, which must own its bytes then.
+		if err == nil {
+			f.Record.Value = rec.Value
+		} else {
+			f.Record.Value = bytes.Clone(f.Record.Value)
+		}
+		o.enc.release()
+		o.enc = nil
+	}
 	var rep actors.Reply
 	if err == nil {
 		f.Own = actors.Cached{Record: rec, Value: f.Value, Err: f.Err}
