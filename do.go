@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/idemrt/idem/actors"
@@ -52,12 +53,7 @@ func Do[T any](ctx context.Context, rt *Runtime, key string, fn func(context.Con
 // doWithOptions applies opts first. (Apart from Do, so that a call without
 // options does not move its options to the heap.)
 func doWithOptions[T any](ctx context.Context, rt *Runtime, key string, fn func(context.Context) (T, error), opts []CallOption) (T, error) {
-	c := rt.defaults
-	for _, o := range opts {
-		if o != nil {
-			o(&c)
-		}
-	}
+	c := rt.applyOptions(opts)
 	var v T
 	var out Outcome
 	var err error
@@ -70,6 +66,26 @@ func doWithOptions[T any](ctx context.Context, rt *Runtime, key string, fn func(
 		*c.outcome = out
 	}
 	return v, err
+}
+
+// optionScratch holds the callOptions that CallOptions are applied to: a
+// pointer handed to an option escapes, so each call with options would
+// allocate its own.
+var optionScratch = sync.Pool{New: func() any { return new(callOptions) }}
+
+// applyOptions returns rt's defaults with opts applied.
+func (rt *Runtime) applyOptions(opts []CallOption) callOptions {
+	p := optionScratch.Get().(*callOptions)
+	*p = rt.defaults
+	for _, o := range opts {
+		if o != nil {
+			o(p)
+		}
+	}
+	c := *p
+	*p = callOptions{} // keep no fingerprint or outcome pointer alive
+	optionScratch.Put(p)
+	return c
 }
 
 // do is one call of Do: refuse it, or replay the LRU's record, or admit it,
@@ -187,6 +203,10 @@ func (rt *Runtime) wait(ctx context.Context, sh *actors.Shard, req *actors.Reque
 	var stopped <-chan struct{}
 	if !leave {
 		stopped = rt.set.Done()
+	} else if ctx.Done() == nil {
+		// Nothing to watch but the reply: a plain receive wakes faster
+		// than a select (a storm's waiters all pass here).
+		return <-req.Reply, nil
 	}
 	select {
 	case rep := <-req.Reply:

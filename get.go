@@ -43,12 +43,7 @@ func Get[T any](ctx context.Context, rt *Runtime, key string, opts ...CallOption
 	if rt == nil {
 		return zero, fmt.Errorf("%w: Get on a nil *Runtime", ErrInvalidArgument)
 	}
-	c := rt.defaults
-	for _, o := range opts {
-		if o != nil {
-			o(&c)
-		}
-	}
+	c := rt.applyOptions(opts)
 	if err := rt.refuse(ctx, key, c.err, false); err != nil {
 		return zero, err
 	}
