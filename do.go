@@ -44,7 +44,7 @@ func Do[T any](ctx context.Context, rt *Runtime, key string, fn func(context.Con
 		return zero, fmt.Errorf("%w: Do on a nil *Runtime", ErrInvalidArgument)
 	}
 	if len(opts) == 0 && !rt.observing {
-		v, _, err := do(ctx, rt, key, fn, rt.defaults, nil)
+		v, _, err := do(ctx, rt, key, fn, &rt.defaults, nil)
 		return v, err
 	}
 	return doWithOptions(ctx, rt, key, fn, opts)
@@ -60,7 +60,7 @@ func doWithOptions[T any](ctx context.Context, rt *Runtime, key string, fn func(
 	if rt.observing {
 		v, out, err = observed(ctx, rt, key, fn, c)
 	} else {
-		v, out, err = do(ctx, rt, key, fn, c, nil)
+		v, out, err = do(ctx, rt, key, fn, &c, nil)
 	}
 	if c.outcome != nil {
 		*c.outcome = out
@@ -93,16 +93,17 @@ func (rt *Runtime) applyOptions(opts []CallOption) callOptions {
 // take the settled record, or fail). st, when not nil, receives the call's
 // timings (an observed call).
 //
-// It takes c by value: a pointer would make it escape, and a replay would
-// allocate.
-func do[T any](ctx context.Context, rt *Runtime, key string, fn func(context.Context) (T, error), c callOptions, st *callStats) (T, Outcome, error) {
+// c is only read (a call without options passes the runtime's defaults).
+// Nothing keeps it, so it stays where the caller has it, and do's frame
+// stays small: a call's goroutine often starts with a small stack, and
+// growing it costs more than the call (see replay).
+func do[T any](ctx context.Context, rt *Runtime, key string, fn func(context.Context) (T, error), c *callOptions, st *callStats) (T, Outcome, error) {
 	var zero T
 	if err := rt.refuse(ctx, key, c.err, fn == nil); err != nil {
 		return zero, NoOutcome, err
 	}
 	sh := rt.set.For(key)
-	if hit, ok := sh.Hit(key, rt.clock.Now()); ok {
-		v, err := result[T](key, c.fp, c.codec, &hit)
+	if v, ok, err := replay[T](rt, sh, key, c.fp, c.codec); ok {
 		return v, settledOutcome(Replayed, err), err
 	}
 	// A call made from inside a function this runtime runs is part of a call
@@ -114,7 +115,7 @@ func do[T any](ctx context.Context, rt *Runtime, key string, fn func(context.Con
 		}
 		defer sh.Leave()
 	}
-	req := newRequest(key, &c)
+	req := newRequest(key, c)
 	if st != nil {
 		st.sent = time.Now()
 	}
@@ -129,14 +130,7 @@ func do[T any](ctx context.Context, rt *Runtime, key string, fn func(context.Con
 	st.noteReply(rep)
 	switch rep.Kind {
 	case actors.Grant:
-		// The owner lives on the heap: a goroutine may run fn.
-		o := &owner[T]{rt: rt, sh: sh, req: req, token: rep.Token, fn: fn,
-			fp: c.fp, codec: c.codec, classifier: c.classifier, waits: c.ownerWaits}
-		v, out, err := o.execute(ctx, st)
-		if o.answered {
-			req.Release()
-		}
-		return v, out, err
+		return own(ctx, rt, sh, req, rep.Token, fn, c, st)
 	case actors.Settled:
 		req.Release()
 		out := Replayed
@@ -149,6 +143,39 @@ func do[T any](ctx context.Context, rt *Runtime, key string, fn func(context.Con
 		req.Release()
 		return zero, NoOutcome, failure(key, rep)
 	}
+}
+
+// replay returns the LRU's record of key as the caller's answer, if it
+// holds one. (Apart from do, and not inlined, so that the record's copy
+// takes no room in do's frame: a call's goroutine often starts with a
+// small stack, and growing it costs more than the call.)
+//
+//go:noinline
+func replay[T any](rt *Runtime, sh *actors.Shard, key string, fp []byte, codec Codec) (T, bool, error) {
+	hit, ok := sh.Hit(key, rt.clock.Now())
+	if !ok {
+		var zero T
+		return zero, false, nil
+	}
+	v, err := result[T](key, fp, codec, &hit)
+	return v, true, err
+}
+
+// own runs fn as the owner of the key req was granted, and releases req
+// when the shard is done answering it. (Apart from do, for do's frame: see
+// replay.)
+//
+//go:noinline
+func own[T any](ctx context.Context, rt *Runtime, sh *actors.Shard, req *actors.Request, token store.Token,
+	fn func(context.Context) (T, error), c *callOptions, st *callStats) (T, Outcome, error) {
+	// The owner lives on the heap: a goroutine may run fn.
+	o := &owner[T]{rt: rt, sh: sh, req: req, token: token, fn: fn,
+		fp: c.fp, codec: c.codec, classifier: c.classifier, waits: c.ownerWaits}
+	v, out, err := o.execute(ctx, st)
+	if o.answered {
+		req.Release()
+	}
+	return v, out, err
 }
 
 // refuse returns why a call may not start, if it may not: an invalid option
