@@ -1,6 +1,10 @@
 package idem
 
-import "encoding/json"
+import (
+	"bytes"
+	"encoding/json"
+	"sync"
+)
 
 // Codec turns results into the bytes a store keeps, and back.
 type Codec interface {
@@ -22,3 +26,45 @@ type jsonCodec struct{}
 
 func (jsonCodec) Marshal(v any) ([]byte, error)      { return json.Marshal(v) }
 func (jsonCodec) Unmarshal(data []byte, v any) error { return json.Unmarshal(data, v) }
+
+// encoded is a result encoded by the JSON codec into a pooled buffer, for
+// a store that copies what it keeps (memstore): the encoding's own copy
+// is then one allocation too many. Give it back with release once nothing
+// refers to its bytes.
+type encoded struct {
+	buf bytes.Buffer
+	enc *json.Encoder
+}
+
+var encodings = sync.Pool{New: func() any {
+	e := new(encoded)
+	e.enc = json.NewEncoder(&e.buf)
+	return e
+}}
+
+// maxPooledEncoding is the largest buffer kept for reuse.
+const maxPooledEncoding = 64 << 10
+
+// encode encodes v with codec. With borrow set and the JSON codec, the
+// bytes are in a pooled buffer that the caller releases (e is not nil);
+// otherwise they are the caller's.
+func encode(codec Codec, v any, borrow bool) (data []byte, e *encoded, err error) {
+	if !borrow || codec != JSON {
+		data, err = codec.Marshal(v)
+		return data, nil, err
+	}
+	e = encodings.Get().(*encoded)
+	e.buf.Reset()
+	if err := e.enc.Encode(v); err != nil {
+		return nil, nil, err // e is dropped: an Encoder's errors can stick
+	}
+	// Encode is Marshal followed by a newline.
+	return bytes.TrimSuffix(e.buf.Bytes(), []byte{'\n'}), e, nil
+}
+
+// release gives the buffer back; its bytes must not be used after.
+func (e *encoded) release() {
+	if e.buf.Cap() <= maxPooledEncoding {
+		encodings.Put(e)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/idemrt/idem/actors"
@@ -43,7 +44,7 @@ func Do[T any](ctx context.Context, rt *Runtime, key string, fn func(context.Con
 		return zero, fmt.Errorf("%w: Do on a nil *Runtime", ErrInvalidArgument)
 	}
 	if len(opts) == 0 && !rt.observing {
-		v, _, err := do(ctx, rt, key, fn, rt.defaults, nil)
+		v, _, err := do(ctx, rt, key, fn, &rt.defaults, nil)
 		return v, err
 	}
 	return doWithOptions(ctx, rt, key, fn, opts)
@@ -52,19 +53,14 @@ func Do[T any](ctx context.Context, rt *Runtime, key string, fn func(context.Con
 // doWithOptions applies opts first. (Apart from Do, so that a call without
 // options does not move its options to the heap.)
 func doWithOptions[T any](ctx context.Context, rt *Runtime, key string, fn func(context.Context) (T, error), opts []CallOption) (T, error) {
-	c := rt.defaults
-	for _, o := range opts {
-		if o != nil {
-			o(&c)
-		}
-	}
+	c := rt.applyOptions(opts)
 	var v T
 	var out Outcome
 	var err error
 	if rt.observing {
 		v, out, err = observed(ctx, rt, key, fn, c)
 	} else {
-		v, out, err = do(ctx, rt, key, fn, c, nil)
+		v, out, err = do(ctx, rt, key, fn, &c, nil)
 	}
 	if c.outcome != nil {
 		*c.outcome = out
@@ -72,21 +68,42 @@ func doWithOptions[T any](ctx context.Context, rt *Runtime, key string, fn func(
 	return v, err
 }
 
+// optionScratch holds the callOptions that CallOptions are applied to: a
+// pointer handed to an option escapes, so each call with options would
+// allocate its own.
+var optionScratch = sync.Pool{New: func() any { return new(callOptions) }}
+
+// applyOptions returns rt's defaults with opts applied.
+func (rt *Runtime) applyOptions(opts []CallOption) callOptions {
+	p := optionScratch.Get().(*callOptions)
+	*p = rt.defaults
+	for _, o := range opts {
+		if o != nil {
+			o(p)
+		}
+	}
+	c := *p
+	*p = callOptions{} // keep no fingerprint or outcome pointer alive
+	optionScratch.Put(p)
+	return c
+}
+
 // do is one call of Do: refuse it, or replay the LRU's record, or admit it,
 // send it to the key's shard and act on the answer (run fn as the owner, or
 // take the settled record, or fail). st, when not nil, receives the call's
 // timings (an observed call).
 //
-// It takes c by value: a pointer would make it escape, and a replay would
-// allocate.
-func do[T any](ctx context.Context, rt *Runtime, key string, fn func(context.Context) (T, error), c callOptions, st *callStats) (T, Outcome, error) {
+// c is only read (a call without options passes the runtime's defaults).
+// Nothing keeps it, so it stays where the caller has it, and do's frame
+// stays small: a call's goroutine often starts with a small stack, and
+// growing it costs more than the call (see replay).
+func do[T any](ctx context.Context, rt *Runtime, key string, fn func(context.Context) (T, error), c *callOptions, st *callStats) (T, Outcome, error) {
 	var zero T
 	if err := rt.refuse(ctx, key, c.err, fn == nil); err != nil {
 		return zero, NoOutcome, err
 	}
 	sh := rt.set.For(key)
-	if hit := sh.Lookup(key, rt.clock.Now()); hit != nil {
-		v, err := result[T](key, c.fp, c.codec, hit)
+	if v, ok, err := replay[T](rt, sh, key, c.fp, c.codec); ok {
 		return v, settledOutcome(Replayed, err), err
 	}
 	// A call made from inside a function this runtime runs is part of a call
@@ -98,7 +115,7 @@ func do[T any](ctx context.Context, rt *Runtime, key string, fn func(context.Con
 		}
 		defer sh.Leave()
 	}
-	req := newRequest(key, &c)
+	req := newRequest(key, c)
 	if st != nil {
 		st.sent = time.Now()
 	}
@@ -113,11 +130,9 @@ func do[T any](ctx context.Context, rt *Runtime, key string, fn func(context.Con
 	st.noteReply(rep)
 	switch rep.Kind {
 	case actors.Grant:
-		// The owner lives on the heap: a goroutine may run fn.
-		o := &owner[T]{rt: rt, sh: sh, req: req, token: rep.Token, fn: fn,
-			fp: c.fp, codec: c.codec, classifier: c.classifier, waits: c.ownerWaits}
-		return o.execute(ctx, st)
+		return own(ctx, rt, sh, req, rep.Token, fn, c, st)
 	case actors.Settled:
+		req.Release()
 		out := Replayed
 		if rep.Joined {
 			out = Joined
@@ -125,8 +140,42 @@ func do[T any](ctx context.Context, rt *Runtime, key string, fn func(context.Con
 		v, err := result[T](key, c.fp, c.codec, rep.Result)
 		return v, settledOutcome(out, err), err
 	default:
+		req.Release()
 		return zero, NoOutcome, failure(key, rep)
 	}
+}
+
+// replay returns the LRU's record of key as the caller's answer, if it
+// holds one. (Apart from do, and not inlined, so that the record's copy
+// takes no room in do's frame: a call's goroutine often starts with a
+// small stack, and growing it costs more than the call.)
+//
+//go:noinline
+func replay[T any](rt *Runtime, sh *actors.Shard, key string, fp []byte, codec Codec) (T, bool, error) {
+	hit, ok := sh.Hit(key, rt.clock.Now())
+	if !ok {
+		var zero T
+		return zero, false, nil
+	}
+	v, err := result[T](key, fp, codec, &hit)
+	return v, true, err
+}
+
+// own runs fn as the owner of the key req was granted, and releases req
+// when the shard is done answering it. (Apart from do, for do's frame: see
+// replay.)
+//
+//go:noinline
+func own[T any](ctx context.Context, rt *Runtime, sh *actors.Shard, req *actors.Request, token store.Token,
+	fn func(context.Context) (T, error), c *callOptions, st *callStats) (T, Outcome, error) {
+	// The owner lives on the heap: a goroutine may run fn.
+	o := &owner[T]{rt: rt, sh: sh, req: req, token: token, fn: fn,
+		fp: c.fp, codec: c.codec, classifier: c.classifier, waits: c.ownerWaits}
+	v, out, err := o.execute(ctx, st)
+	if o.answered {
+		req.Release()
+	}
+	return v, out, err
 }
 
 // refuse returns why a call may not start, if it may not: an invalid option
@@ -148,17 +197,16 @@ func (rt *Runtime) refuse(ctx context.Context, key string, optErr error, nilFunc
 	return ctx.Err()
 }
 
-// newRequest returns the shard request of a call of key with options c.
+// newRequest returns the shard request of a call of key with options c,
+// from the shard's pool: the caller releases it once it has its final
+// reply (never after it told the shard it left, see wait).
 func newRequest(key string, c *callOptions) *actors.Request {
-	return &actors.Request{
-		Key:         key,
-		Fingerprint: c.fp,
-		Lease:       c.lease,
-		TTL:         c.ttl,
-		Settle:      c.settle,
-		NoRenew:     c.noRenew,
-		Reply:       make(chan actors.Reply, 1),
-	}
+	r := actors.NewRequest()
+	r.Key = key
+	r.Fingerprint = c.fp
+	r.Lease, r.TTL, r.Settle = c.lease, c.ttl, c.settle
+	r.NoRenew = c.noRenew
+	return r
 }
 
 // settledOutcome is the outcome of a caller given a settled record: out,
@@ -182,6 +230,10 @@ func (rt *Runtime) wait(ctx context.Context, sh *actors.Shard, req *actors.Reque
 	var stopped <-chan struct{}
 	if !leave {
 		stopped = rt.set.Done()
+	} else if ctx.Done() == nil {
+		// Nothing to watch but the reply: a plain receive wakes faster
+		// than a select (a storm's waiters all pass here).
+		return <-req.Reply, nil
 	}
 	select {
 	case rep := <-req.Reply:

@@ -43,17 +43,12 @@ func Get[T any](ctx context.Context, rt *Runtime, key string, opts ...CallOption
 	if rt == nil {
 		return zero, fmt.Errorf("%w: Get on a nil *Runtime", ErrInvalidArgument)
 	}
-	c := rt.defaults
-	for _, o := range opts {
-		if o != nil {
-			o(&c)
-		}
-	}
+	c := rt.applyOptions(opts)
 	if err := rt.refuse(ctx, key, c.err, false); err != nil {
 		return zero, err
 	}
-	if hit := rt.set.For(key).Lookup(key, rt.clock.Now()); hit != nil {
-		return result[T](key, c.fp, c.codec, hit)
+	if hit, ok := rt.set.For(key).Hit(key, rt.clock.Now()); ok {
+		return result[T](key, c.fp, c.codec, &hit)
 	}
 	rec, err := rt.read(ctx, key, c.fp)
 	if err != nil {

@@ -151,7 +151,7 @@ func observed[T any](ctx context.Context, rt *Runtime, key string, fn func(conte
 		}
 	}
 	var st callStats
-	v, out, err := do(ctx, rt, key, fn, c, &st)
+	v, out, err := do(ctx, rt, key, fn, &c, &st)
 	ev := CallEvent{Namespace: namespace, Outcome: out, Result: classify(err, ctx.Err()), Duration: time.Since(start),
 		Wait: st.wait, Run: st.run, Fence: st.fence}
 	if rt.opts.ObserveKeys {

@@ -4,6 +4,7 @@ package idem
 // hands the shard its outcome however the function ends.
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/idemrt/idem/actors"
 	"github.com/idemrt/idem/store"
+	"github.com/idemrt/idem/store/memstore"
 )
 
 // owner is a call that was granted its key: what it needs to run fn and
@@ -27,6 +29,12 @@ type owner[T any] struct {
 	codec      Codec
 	classifier func(error) bool
 	waits      bool // WithOwnerWaits
+	answered   bool // the shard answered the Finish: the caller may release req
+	// enc holds the encoded result while an in-process store copies it.
+	enc *encoded
+	// rc is fn's context, kept here so that it costs no allocation of its
+	// own.
+	rc runCtx
 }
 
 // execute runs fn as the key's owner, hands the outcome to the shard and
@@ -37,45 +45,29 @@ func (o *owner[T]) execute(ctx context.Context, st *callStats) (T, Outcome, erro
 		granted := time.Now()
 		defer func() { st.run = time.Since(granted) }()
 	}
-	runCtx, cancel := runContext(context.WithValue(ctx, nestedKey{}, o.rt))
-	o.req.SetCancel(cancel)
+	o.rc.init(ctx, o.rt)
+	o.req.SetCanceler(&o.rc)
 	if ctx.Done() == nil || o.waits {
 		// Nothing can cancel this caller (or it asked to stay): run fn on
 		// its own goroutine.
-		o.run(runCtx, cancel)
+		o.run()
 	} else {
 		// Run fn apart, so that Do can return when ctx ends while fn goes
 		// on for the callers waiting for it.
-		go o.run(runCtx, cancel)
+		go o.run()
 	}
 	var zero T
 	rep, err := o.rt.wait(ctx, o.sh, o.req, false)
 	if err != nil {
+		// fn may still run and send its Finish: req stays as it is.
 		return zero, Executed, err
 	}
+	o.answered = true
 	if rep.Kind == actors.Settled {
 		v, err := result[T](o.req.Key, o.fp, o.codec, rep.Result)
 		return v, Executed, err
 	}
 	return zero, Executed, failure(o.req.Key, rep)
-}
-
-// nestedKey marks the context of a function the runtime runs.
-type nestedKey struct{}
-
-// runContext returns the context fn runs under: ctx's values and deadline,
-// without its cancellation, cancellable by the shard.
-func runContext(ctx context.Context) (context.Context, context.CancelCauseFunc) {
-	base, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
-	deadline, ok := ctx.Deadline()
-	if !ok {
-		return base, cancel
-	}
-	withDeadline, cancelDeadline := context.WithDeadline(base, deadline)
-	return withDeadline, func(cause error) {
-		cancel(cause)
-		cancelDeadline()
-	}
 }
 
 // run calls fn and sends the shard a Finish however fn ends: a value, an
@@ -84,12 +76,12 @@ func runContext(ctx context.Context) (context.Context, context.CancelCauseFunc) 
 // With an in-process store, a result to keep (a value or a permanent error)
 // is completed here, on the owner's goroutine, and the owner's answer goes
 // straight into its reply channel; the Finish then only tells the shard.
-func (o *owner[T]) run(ctx context.Context, cancel context.CancelCauseFunc) {
+func (o *owner[T]) run() {
 	f := &o.req.Finish
 	f.Req = o.req
 	returned := false
 	defer func() {
-		cancel(nil)
+		o.rc.CancelRun(nil)
 		if returned && o.sh.Inline() && (f.Kind == actors.Success || f.Kind == actors.Permanent) {
 			o.completeHere(f)
 			return
@@ -105,8 +97,8 @@ func (o *owner[T]) run(ctx context.Context, cancel context.CancelCauseFunc) {
 		}
 		o.sh.Finish(f)
 	}()
-	v, err := o.fn(ctx)
-	o.fill(f, v, withCause(ctx, err))
+	v, err := o.fn(&o.rc)
+	o.fill(f, v, withCause(&o.rc, err))
 	returned = true
 }
 
@@ -128,7 +120,9 @@ func (o *owner[T]) fill(f *actors.Finish, v T, err error) {
 	fp := o.fp
 	switch {
 	case err == nil:
-		data, encErr := o.codec.Marshal(v)
+		boxed := any(v) // once: the codec and the shard's callers share it
+		data, enc, encErr := encode(o.codec, boxed, o.copiedByStore())
+		o.enc = enc
 		if encErr != nil {
 			// Kept as the permanent error it is, as every other process
 			// replays it: IsPermanent is true for the owner and its
@@ -139,7 +133,7 @@ func (o *owner[T]) fill(f *actors.Finish, v T, err error) {
 			f.Record = failedRecord(codecErr, fp)
 			return
 		}
-		f.Kind, f.Value = actors.Success, v
+		f.Kind, f.Value = actors.Success, boxed
 		f.Record.Value, f.Record.Fingerprint = data, fp
 	case IsPermanent(err):
 		f.Kind, f.Err = actors.Permanent, err
@@ -154,6 +148,17 @@ func (o *owner[T]) fill(f *actors.Finish, v T, err error) {
 	}
 }
 
+// copiedByStore reports whether the owner completes its key in a store
+// known to copy the value it keeps (memstore), so that fill may encode it
+// into a reused buffer.
+func (o *owner[T]) copiedByStore() bool {
+	if !o.sh.Inline() {
+		return false
+	}
+	_, ok := o.sh.Store().(*memstore.Store)
+	return ok
+}
+
 // completeHere completes the key in an in-process store and answers the
 // owner itself.
 func (o *owner[T]) completeHere(f *actors.Finish) {
@@ -161,9 +166,21 @@ func (o *owner[T]) completeHere(f *actors.Finish) {
 	req.Finishing()
 	rec, err := o.sh.Store().Complete(context.Background(), req.Key, o.token, f.Record, req.TTL)
 	f.Stored, f.StoreErr = true, err
+	if o.enc != nil {
+		// The store kept a copy; the shard may retry a refused Complete
+		// from f.Record, which must own its bytes then.
+		if err == nil {
+			f.Record.Value = rec.Value
+		} else {
+			f.Record.Value = bytes.Clone(f.Record.Value)
+		}
+		o.enc.release()
+		o.enc = nil
+	}
 	var rep actors.Reply
 	if err == nil {
-		f.Result = &actors.Cached{Record: rec, Value: f.Value, Err: f.Err}
+		f.Own = actors.Cached{Record: rec, Value: f.Value, Err: f.Err}
+		f.Result = &f.Own
 		rep = actors.Reply{Kind: actors.Settled, Result: f.Result}
 	} else {
 		code := actors.FailStore

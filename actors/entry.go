@@ -100,6 +100,7 @@ func (s *Shard) onRequest(r *Request) {
 	// completed since (its owner's Finish came first in this mailbox).
 	if c := s.Lookup(r.Key, s.now()); c != nil {
 		s.reply(r, Reply{Kind: Settled, Result: c})
+		s.dropRequest(r)
 		return
 	}
 	e := s.entries[r.Key]
@@ -195,6 +196,6 @@ func (s *Shard) onForget(m *forget) {
 func (s *Shard) remember(e *entry, c *Cached) {
 	rec := &c.Record
 	if s.cache != nil && !e.noCache && rec.ExpiresAt.After(s.now()) && (!rec.Failed || len(rec.Value) == 0) {
-		s.cache.Add(e.key, c)
+		s.cache.Add(e.key, *c)
 	}
 }

@@ -33,7 +33,18 @@ func (s *Shard) onFinish(f *Finish) {
 		e.owner = nil
 		e.fin = f
 		e.phase = phFinishing
-		s.stored(e, f.Result, f.StoreErr)
+		c := f.Result
+		if c == &f.Own && len(e.waiters) > 0 {
+			// The waiters keep it after r is reused: a copy of their own.
+			c = new(Cached)
+			*c = f.Own
+		}
+		s.stored(e, c, f.StoreErr)
+		if s.entries[r.Key] != e || e.fin != f {
+			// Nothing refers to r any more (unless a Complete the store
+			// refused is to be retried from f, which lives in r).
+			s.dropRequest(r)
+		}
 		return
 	}
 	if e.lost {
@@ -135,6 +146,7 @@ func (s *Shard) stored(e *entry, c *Cached, err error) {
 		s.remember(e, c)
 		if owner != nil {
 			s.reply(owner, Reply{Kind: Settled, Result: c})
+			s.dropRequest(owner)
 		}
 		s.answerWaiters(e, Reply{Kind: Settled, Result: c, Joined: true})
 		s.deleteEntry(e)

@@ -27,14 +27,17 @@ type Request struct {
 	// Finish is where the owner writes its Finish (one allocation for both).
 	Finish Finish
 
-	// cancel is the owner's run-context cancel, published by the caller
-	// after a Grant; lost is set by the actor when the run must stop.
-	cancel atomic.Pointer[context.CancelCauseFunc]
-	lost   atomic.Pointer[error]
+	// canceler stops the owner's run; the caller writes it after a Grant,
+	// then sets cancelSet. lost is set by the actor when the run must stop.
+	canceler  Canceler
+	cancelSet atomic.Bool
+	lost      atomic.Pointer[error]
 
 	// finishing is set by the owner before it completes the key itself, so
 	// that a renewal refused in the meantime is not taken for a lost lease.
 	finishing atomic.Bool
+
+	pool pooled // see NewRequest
 
 	// Owned by the actor.
 	where    where
@@ -60,20 +63,33 @@ const (
 	gone                  // the caller left; answers are dropped
 )
 
-// SetCancel publishes the cancel function of the owner's run context. If the
-// actor has already asked the run to stop, cancel is called at once.
-func (r *Request) SetCancel(cancel context.CancelCauseFunc) {
-	r.cancel.Store(&cancel)
+// Canceler stops an owner's run with a cause (see Request.SetCanceler).
+type Canceler interface {
+	CancelRun(cause error)
+}
+
+// SetCanceler publishes what stops the owner's run. If the actor has
+// already asked the run to stop, it is stopped at once.
+func (r *Request) SetCanceler(c Canceler) {
+	r.canceler = c
+	r.cancelSet.Store(true)
 	if cause := r.lost.Load(); cause != nil {
-		cancel(*cause)
+		c.CancelRun(*cause)
 	}
 }
+
+// SetCancel is SetCanceler for a cancel function.
+func (r *Request) SetCancel(cancel context.CancelCauseFunc) { r.SetCanceler(cancelFunc(cancel)) }
+
+type cancelFunc context.CancelCauseFunc
+
+func (f cancelFunc) CancelRun(cause error) { f(cause) }
 
 // stop cancels the owner's run with cause (from the actor).
 func (r *Request) stop(cause error) {
 	r.lost.CompareAndSwap(nil, &cause)
-	if c := r.cancel.Load(); c != nil {
-		(*c)(cause)
+	if r.cancelSet.Load() {
+		r.canceler.CancelRun(cause)
 	}
 }
 
@@ -157,6 +173,11 @@ type Finish struct {
 	Stored   bool
 	Result   *Cached
 	StoreErr error
+	// Own is room for the owner's Result inside the request, so that a
+	// key without waiters settles without allocating one: the owner reads
+	// it before it releases the request, and the shard copies it for
+	// anyone else (the LRU keeps records by value).
+	Own Cached
 }
 
 // Cached is a validated terminal record: what the LRU holds and what

@@ -76,6 +76,7 @@ func (s *Shard) claimFoundResult(e *entry, candidate *Request, rec store.Record)
 	s.remember(e, c)
 	rep := Reply{Kind: Settled, Result: c, Joined: e.waited}
 	s.reply(candidate, rep)
+	s.dropRequest(candidate)
 	s.answerWaiters(e, rep)
 	s.deleteEntry(e)
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -54,8 +53,8 @@ func NewSet(ctx context.Context, n int, cfg Config) (*Set, error) {
 	if err != nil {
 		return nil, err
 	}
-	var seq atomic.Uint64
-	cfg.newOwner = func() string { return instance + "-" + strconv.FormatUint(seq.Add(1), 36) }
+	ids := &ownerIDs{instance: instance}
+	cfg.newOwner = ids.get
 	set := &Set{cfg: &cfg, instance: instance, done: make(chan struct{}), force: make(chan struct{})}
 	if observe := cfg.OnBatch; observe != nil {
 		// A batch still out after a Close that gave up on its deadline

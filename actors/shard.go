@@ -58,7 +58,7 @@ type Shard struct {
 	worker *mailbox.Worker
 	io     *mailbox.Worker
 	inline bool
-	cache  *lru.Cache[string, *Cached]
+	cache  *lru.Cache[string, Cached]
 	gate   mailbox.Gate
 
 	// Owned by the actor's goroutine.
@@ -113,7 +113,7 @@ func newShard(cfg *Config) *Shard {
 	}
 	s.gate.SetLimit(cfg.MaxPending)
 	if cfg.CacheEntries > 0 {
-		s.cache, _ = lru.New[string, *Cached](cfg.CacheEntries)
+		s.cache, _ = lru.New[string, Cached](cfg.CacheEntries)
 	}
 	_, s.inline = cfg.Store.(store.InProcess)
 	if !s.inline {
@@ -190,21 +190,34 @@ func (s *Shard) Forget(ctx context.Context, key string) error {
 	}
 }
 
-// Lookup returns the cached terminal record of key, if the LRU holds one
-// that has not expired at now. It is safe for concurrent use.
+// Lookup returns a copy of the cached terminal record of key, if the LRU
+// holds one that has not expired at now. It is safe for concurrent use.
 func (s *Shard) Lookup(key string, now time.Time) *Cached {
-	if s.cache == nil {
-		return nil
-	}
-	c, ok := s.cache.Get(key)
+	c, ok := s.Hit(key, now)
 	if !ok {
 		return nil
 	}
+	p := new(Cached) // only on a hit: c itself stays on the stack
+	*p = c
+	return p
+}
+
+// Hit is Lookup without the allocation: the cached record of key, and
+// whether the LRU holds one that has not expired at now. The LRU keeps
+// records by value (one allocation per entry, not two).
+func (s *Shard) Hit(key string, now time.Time) (Cached, bool) {
+	if s.cache == nil {
+		return Cached{}, false
+	}
+	c, ok := s.cache.Get(key)
+	if !ok {
+		return Cached{}, false
+	}
 	if !now.Before(c.Record.ExpiresAt) {
 		s.cache.Remove(key)
-		return nil
+		return Cached{}, false
 	}
-	return c
+	return c, true
 }
 
 func (s *Shard) send(msg any) { s.root.Send(s.pid, msg) }

@@ -57,6 +57,7 @@ func (s *actorSystem) spawn(sh *Shard) {
 	sh.worker = mailbox.NewWorker()
 	props := actor.PropsFromProducer(func() actor.Actor { return (*shardActor)(sh) },
 		actor.WithDispatcher(dispatcher{sh.worker}),
+		actor.WithMailbox(newShardMailbox),
 		actor.WithGuardian(resume))
 	sh.root = s.sys.Root
 	sh.pid = s.sys.Root.Spawn(props)

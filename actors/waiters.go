@@ -91,10 +91,14 @@ func (s *Shard) dropWaiter(e *entry, r *Request) {
 	r.where = nowhere
 }
 
-// answerWaiters gives every waiter of e the same answer.
+// answerWaiters gives every waiter of e the same answer. A settled result
+// is each waiter's last: the shard is done with them.
 func (s *Shard) answerWaiters(e *entry, rep Reply) {
 	for _, w := range e.waiters {
 		s.reply(w, rep)
+		if rep.Kind == Settled {
+			s.dropRequest(w)
+		}
 	}
 	s.nWaiters.Add(-int64(len(e.waiters)))
 	clear(e.waiters)
