@@ -29,7 +29,8 @@ import (
 //	         record exists
 //	owner    the owner of the claim that holds (p) or produced (c, f) it
 //	ms       decimal milliseconds: in progress, how long the record
-//	         outlives the lease (the lease ends when PTTL falls to ms);
+//	         outlives the lease, the TTL of the claim or more (the lease
+//	         ends when PTTL falls to ms);
 //	         completed, the TTL it was stored with (so it was stored at
 //	         expiry − ms)
 //	fp       the fingerprint of that request
@@ -201,7 +202,7 @@ func completedValue(tok store.Token, rec store.Record, ttl time.Duration) []byte
 }
 
 // heldValue is the value of a first claim (fence 1) that keeps the record
-// for keep ms, and the lease lease ms of it.
+// for keep ms (lease + ttl), the first lease ms of it the lease.
 func heldValue(r store.ClaimRequest, keep, lease int64) []byte {
 	return packed{state: 'p', fence: 1, ms: keep - lease, owner: []byte(r.Owner), fp: r.Fingerprint}.encode()
 }
