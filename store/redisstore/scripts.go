@@ -141,6 +141,7 @@ if r.st == 'p' then
   end
   takeover, w = 1, r.w
 end
+if tonumber(r.fen) >= 9007199254740992 then return {-1, 'the fence is at its 2^53 limit'} end
 local fen = string.format('%d', tonumber(r.fen) + 1)
 local px = math.max(pt, keep)
 redis.call('PSETEX', KEYS[1], px, '3p' .. w .. fen .. ':' .. #ARGV[1] .. ':' .. ARGV[1] ..
