@@ -1,6 +1,7 @@
 package redisstore_test
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -45,5 +46,41 @@ func TestCompletedRecordUnderClockSkew(t *testing.T) {
 				t.Errorf("PTTL %v over the TTL: %s = %+v; want created now (%v..%v), expiring an hour later", excess, what, got, before, after)
 			}
 		}
+	}
+}
+
+// A record in progress whose expiry was removed by hand (PERSIST, a
+// restore without TTL) has no lease the store can read: claims (the
+// holder's own too), Inspect and Renew answer corrupt and change nothing;
+// the holder can still complete it, which writes an expiry again
+// (docs/redis.md, What survives which failure).
+func TestRecordWithoutExpiry(t *testing.T) {
+	srv := redistest.Start(t, redistest.Options{})
+	c := newClient(t, srv)
+	s := newStore(t, c)
+	a, err := s.Claim(bg, "k", claimReq("A"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Persist(bg, s.RecordKey("k")).Err(); err != nil {
+		t.Fatal(err)
+	}
+	_, cerr := s.Claim(bg, "k", claimReq("B"))
+	_, oerr := s.Claim(bg, "k", claimReq("A"))
+	_, ierr := s.Inspect(bg, "k")
+	rerr := s.Renew(bg, "k", a.Token, time.Minute)
+	for what, err := range map[string]error{"B's claim": cerr, "A's claim": oerr, "Inspect": ierr, "Renew": rerr} {
+		if !errors.Is(err, store.ErrCorrupt) {
+			t.Errorf("%s of a record without expiry: %v; want corrupt", what, err)
+		}
+	}
+	if _, err := s.Complete(bg, "k", a.Token, store.Record{Value: []byte(`"v"`)}, time.Hour); err != nil {
+		t.Fatalf("the holder's Complete: %v", err)
+	}
+	if pt := c.PTTL(bg, s.RecordKey("k")).Val(); pt <= 0 || pt > time.Hour {
+		t.Errorf("PTTL after the holder's Complete: %v; want the TTL", pt)
+	}
+	if _, err := s.Get(bg, "k"); err != nil {
+		t.Errorf("Get after the holder's Complete: %v", err)
 	}
 }
