@@ -39,7 +39,7 @@ func TestTakeoverWhenLeaseOutlastsTTL(t *testing.T) {
 	srv := redistest.Start(t, redistest.Options{})
 	stores := map[string]store.Store{"redis": newStore(t, newClient(t, srv)), "mem": memstore.New(memstore.Options{})}
 	for name, st := range stores {
-		for _, lt := range [][2]time.Duration{{200 * time.Millisecond, 200 * time.Millisecond}, {400 * time.Millisecond, 100 * time.Millisecond}} {
+		for _, lt := range [][2]time.Duration{{300 * time.Millisecond, 300 * time.Millisecond}, {500 * time.Millisecond, 300 * time.Millisecond}} {
 			key := fmt.Sprintf("%s-%v-%v", name, lt[0], lt[1])
 			a, b := takeoverAfter(t, st, key, lt[0], lt[1], nil)
 			if b.Status != store.Claimed || b.Token.Fence != a.Token.Fence+1 || !b.Takeover {
