@@ -48,7 +48,9 @@ func (s *Store) prepare(op *store.Op) (call, bool) {
 		if r.Waiter != "" {
 			waiter = r.Waiter + ":" + op.Key
 		}
-		lease, keep := ms(r.Lease), max(ms(r.Lease), ms(r.TTL))
+		// A record in progress outlives its lease by the TTL (see
+		// packed.go), so a takeover always finds it and raises the fence.
+		lease, keep := ms(r.Lease), ms(r.Lease)+ms(r.TTL)
 		c.sc, c.args = claimScript, []any{r.Owner, lease, ms(r.TTL), r.Fingerprint, waiter}
 		if op.Err == nil && s.first.use() {
 			c.first, c.keep = heldValue(r, keep, lease), keep

@@ -505,9 +505,10 @@ func FuzzClaimRoundTrip(f *testing.F) {
 
 		// The claim of a new key, SET <record> <first> NX PX keep: a record
 		// in progress of this owner, fence 1, holding the fingerprint, which
-		// outlives its lease by keep - lease ms; SET's OK is the claim.
+		// outlives its lease by the TTL (keep = lease + ttl ms); SET's OK
+		// is the claim.
 		held, err := decodeValue(c.first)
-		lease1, keep := luaNumber(t, redisArg(t, c.args[1])), max(luaNumber(t, redisArg(t, c.args[1])), luaNumber(t, redisArg(t, c.args[2])))
+		lease1, keep := luaNumber(t, redisArg(t, c.args[1])), luaNumber(t, redisArg(t, c.args[1]))+luaNumber(t, redisArg(t, c.args[2]))
 		if err != nil || held.state != 'p' || held.fence != 1 || string(held.owner) != owner || !bytes.Equal(held.fp, fp) ||
 			held.ms != keep-lease1 || c.keep != keep || held.waiters {
 			t.Fatalf("first claim's value %q (keep %d): %+v, %v", c.first, c.keep, held, err)

@@ -29,7 +29,8 @@ import (
 //	         record exists
 //	owner    the owner of the claim that holds (p) or produced (c, f) it
 //	ms       decimal milliseconds: in progress, how long the record
-//	         outlives the lease (the lease ends when PTTL falls to ms);
+//	         outlives the lease, the TTL of the claim or more (the lease
+//	         ends when PTTL falls to ms);
 //	         completed, the TTL it was stored with (so it was stored at
 //	         expiry − ms)
 //	fp       the fingerprint of that request
@@ -201,10 +202,19 @@ func completedValue(tok store.Token, rec store.Record, ttl time.Duration) []byte
 }
 
 // heldValue is the value of a first claim (fence 1) that keeps the record
-// for keep ms, and the lease lease ms of it.
+// for keep ms (lease + ttl), the first lease ms of it the lease.
 func heldValue(r store.ClaimRequest, keep, lease int64) []byte {
 	return packed{state: 'p', fence: 1, ms: keep - lease, owner: []byte(r.Owner), fp: r.Fingerprint}.encode()
 }
+
+// maxSkewMs is how far a completed record's PTTL may exceed the TTL it
+// was stored with and still be read: a server whose clock is behind the
+// one that wrote the record (a failover to a replica, whose expiries are
+// absolute times; an NTP step back) sees records completed less than the
+// skew ago so. Such a record reads as stored at the time of reading, with
+// its TTL from then. A larger excess was set by hand (or by a clock far
+// off): the record is corrupt.
+const maxSkewMs = 30_000
 
 // record turns a completed value, whose Redis key had pttl ms left at the
 // server when local was the local time, into a Record: the store reports
@@ -217,9 +227,10 @@ func (p packed) record(pttl int64, local time.Time) (store.Record, error) {
 	switch {
 	case pttl < 0: // -1: no expiry (set by hand)
 		return store.Record{}, fmt.Errorf("record has no TTL (PTTL %d)", pttl)
-	case p.ms > maxMs || pttl > p.ms:
+	case p.ms > maxMs || pttl > p.ms+maxSkewMs:
 		return store.Record{}, fmt.Errorf("record times beyond its TTL or the %v limit (TTL %d ms, PTTL %d ms)", store.MaxDuration, p.ms, pttl)
 	}
+	pttl = min(pttl, p.ms) // a server clock behind the writer's: stored just now
 	rec := store.Record{Failed: p.state == 'f', Fingerprint: nonEmpty(p.fp),
 		Token: store.Token{Fence: p.fence, Owner: string(p.owner)}}
 	if rec.Failed {

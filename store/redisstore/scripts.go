@@ -8,8 +8,10 @@ import "github.com/redis/go-redis/v9"
 // whose value packed.go describes; KEYS[2] = <prefix>v3{<name>}:w is the
 // set of waiters from other instances, as "<instance>:<key>", read only
 // when the record's waiter flag says it may hold some. A record in
-// progress lives at least max(lease, ttl), so its fence keeps increasing
-// across takeovers; a completed one lives ttl. No script calls TIME: the
+// progress lives until its lease ends and then at least ttl more (a claim
+// keeps it lease + ttl, a renewal keeps that margin), so a takeover always
+// finds it and its fence keeps increasing; a released one keeps what was
+// left of that; a completed one lives ttl. No script calls TIME: the
 // record's expiry, set with PX by the server, carries the lease (it ends
 // when PTTL falls to the record's ms) and the completion time. Every
 // write is fenced by owner and fence.
@@ -110,7 +112,7 @@ end
 // PSETEX.
 const claimSrc = luaGet + `
 local lease = tonumber(ARGV[2])
-local keep = math.max(tonumber(ARGV[3]), lease)
+local keep = lease + tonumber(ARGV[3])
 if v == false then
   redis.call('PSETEX', KEYS[1], keep, '3p01:' .. #ARGV[1] .. ':' .. ARGV[1] .. (keep - lease) .. ':' .. #ARGV[4] .. ':' .. ARGV[4])
   return {1, 1, lease, 0}
@@ -139,6 +141,7 @@ if r.st == 'p' then
   end
   takeover, w = 1, r.w
 end
+if tonumber(r.fen) >= 9007199254740992 then return {-1, 'the fence is at its 2^53 limit'} end
 local fen = string.format('%d', tonumber(r.fen) + 1)
 local px = math.max(pt, keep)
 redis.call('PSETEX', KEYS[1], px, '3p' .. w .. fen .. ':' .. #ARGV[1] .. ':' .. ARGV[1] ..
@@ -210,7 +213,8 @@ var finishScript = redis.NewScript(finishSrc)
 
 // renewScript renews a lease. ARGV = owner, fence, lease ms. Replies {1}
 // or {0} (lease lost). redis.calls: GET, PTTL, PSETEX (the same value with
-// the lease's new offset; the record lives at least the lease).
+// the lease's new offset: the record lives at least the new lease plus
+// the record's ms, so it still outlives the lease by the TTL or more).
 const renewSrc = luaGet + luaRecord + `
 local r, bad = record()
 if r == nil then return {-1, bad} end
@@ -218,7 +222,7 @@ if r and r.st == 'p' and r.own == ARGV[1] and r.fen == ARGV[2] then
   local pt = pttl()
   if not pt then return {-1, 'record has no TTL'} end
   local lease = tonumber(ARGV[3])
-  local px = math.max(pt, lease)
+  local px = math.max(pt, lease + r.ms)
   redis.call('PSETEX', KEYS[1], px, '3p' .. r.w .. r.fen .. ':' .. #r.own .. ':' .. r.own ..
     (px - lease) .. ':' .. #r.fp .. ':' .. r.fp)
   return {1}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,32 +19,87 @@ import (
 
 // After SCRIPT FLUSH (what a restarted or failed-over node looks like to a
 // client), pipelined operations meet NOSCRIPT; the store loads its scripts
-// again and the operations succeed.
+// again and the operations succeed. The keys are held before the flush:
+// claims of new keys go out as SET NX and run no script, so they would
+// never meet NOSCRIPT. The server's NOSCRIPT error count shows that the
+// scripts were indeed missing.
 func TestNoScriptReload(t *testing.T) {
 	deployments(t, func(t *testing.T, client func(testing.TB) redis.UniversalClient) {
 		c := client(t)
 		s := newStore(t, c)
-		var err error
-		if cc, ok := c.(*redis.ClusterClient); ok {
-			err = cc.ForEachMaster(bg, func(ctx context.Context, n *redis.Client) error { return n.ScriptFlush(ctx).Err() })
-		} else {
-			err = c.ScriptFlush(bg).Err()
+		ops := claimOps(20, "o")
+		s.Batch(bg, ops)
+		toks := make([]store.Token, len(ops))
+		for i, op := range ops {
+			if op.Err != nil || op.Result.Status != store.Claimed {
+				t.Fatalf("claim %d: %v %v", i, op.Result.Status, op.Err)
+			}
+			toks[i] = op.Result.Token
 		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		ops := make([]*store.Op, 20)
-		for i := range ops {
-			ops[i] = &store.Op{Kind: store.OpClaim, Key: fmt.Sprint("k", i),
-				Claim: store.ClaimRequest{Owner: "o", Lease: time.Minute, TTL: time.Hour}}
+		onMasters(t, c, func(n *redis.Client) error { return n.ScriptFlush(bg).Err() })
+		before := noscriptErrors(t, c)
+		ops = claimOps(10, "p") // keys 0..9: held by o, so the claim script answers
+		for i := 10; i < 20; i++ {
+			ops = append(ops, &store.Op{Kind: store.OpComplete, Key: fmt.Sprint("k", i), Token: toks[i],
+				Record: store.Record{Value: []byte("v")}, TTL: time.Hour})
 		}
 		s.Batch(bg, ops)
 		for i, op := range ops {
-			if op.Err != nil || op.Result.Status != store.Claimed {
-				t.Fatalf("op %d after SCRIPT FLUSH: %v %v", i, op.Result.Status, op.Err)
+			want := store.InProgress
+			if op.Kind == store.OpComplete {
+				want = 0
+			}
+			if op.Err != nil || op.Result.Status != want {
+				t.Fatalf("op %d (%v) after SCRIPT FLUSH: %v %v", i, op.Kind, op.Result.Status, op.Err)
 			}
 		}
+		if after := noscriptErrors(t, c); after <= before {
+			t.Errorf("NOSCRIPT errors %d before the batch, %d after: the batch never met a flushed script cache", before, after)
+		}
 	})
+}
+
+// claimOps returns n claims by owner of keys k0, k1, ...
+func claimOps(n int, owner string) []*store.Op {
+	ops := make([]*store.Op, n)
+	for i := range ops {
+		ops[i] = &store.Op{Kind: store.OpClaim, Key: fmt.Sprint("k", i),
+			Claim: store.ClaimRequest{Owner: owner, Lease: time.Minute, TTL: time.Hour}}
+	}
+	return ops
+}
+
+// onMasters runs f on c, or on each master of a cluster client.
+func onMasters(t *testing.T, c redis.UniversalClient, f func(n *redis.Client) error) {
+	t.Helper()
+	var err error
+	if cc, ok := c.(*redis.ClusterClient); ok {
+		err = cc.ForEachMaster(bg, func(_ context.Context, n *redis.Client) error { return f(n) })
+	} else {
+		err = f(c.(*redis.Client))
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// noscriptErrors returns how many NOSCRIPT errors the servers of c have
+// answered (INFO errorstats, summed over the masters).
+func noscriptErrors(t *testing.T, c redis.UniversalClient) int {
+	var mu sync.Mutex
+	total := 0
+	onMasters(t, c, func(n *redis.Client) error {
+		info, err := n.Info(bg, "errorstats").Result()
+		if err != nil {
+			return err
+		}
+		count, _ := strconv.Atoi(strings.TrimPrefix(redistest.InfoField(info, "errorstat_NOSCRIPT"), "count="))
+		mu.Lock()
+		total += count
+		mu.Unlock()
+		return nil
+	})
+	return total
 }
 
 // publishes returns how many PUBLISH calls the server has run (scripts'
