@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -199,5 +200,22 @@ func TestNewRejectsBadOptions(t *testing.T) {
 	_, vd := consume.Handle(context.Background(), c, delivery("m", 1), func(context.Context) (int, error) { return 0, errors.New("x") })
 	if vd.Delay != 30*time.Millisecond {
 		t.Fatalf("delay %v", vd.Delay)
+	}
+}
+
+func TestBackoffNeverOverflows(t *testing.T) {
+	c := newConsumer(t, idem.Options{}, consume.Options{MinDelay: time.Millisecond, MaxDelay: time.Duration(math.MaxInt64)})
+	boom := errors.New("boom")
+	var e effect
+	prev := time.Duration(0)
+	for _, attempt := range []int{1, 2, 10, 40, 62, 63, 64, 100, 1 << 30} {
+		_, vd := consume.Handle(context.Background(), c, delivery("m", attempt), e.fn("", boom))
+		if vd.Decision != consume.Retry || vd.Delay < prev || vd.Delay <= 0 {
+			t.Fatalf("attempt %d: %v %v, want a retry no sooner than %v", attempt, vd.Decision, vd.Delay, prev)
+		}
+		prev = vd.Delay
+	}
+	if prev != time.Duration(math.MaxInt64) {
+		t.Fatalf("attempt 1<<30: delay %v, want MaxDelay", prev)
 	}
 }

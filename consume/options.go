@@ -131,8 +131,13 @@ func (c *Consumer) backoff(attempt int) time.Duration {
 	if c.o.Backoff != nil {
 		return c.clamp(c.o.Backoff(attempt))
 	}
+	// Doubling stops before it could pass MaxDelay, so it never overflows
+	// and runs at most about 63 times, whatever the attempt.
 	d := c.o.MinDelay
-	for i := 1; i < attempt && d < c.o.MaxDelay; i++ {
+	for i := 1; i < attempt; i++ {
+		if d > c.o.MaxDelay/2 {
+			return c.o.MaxDelay
+		}
 		d *= 2
 	}
 	return c.clamp(d)
