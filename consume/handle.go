@@ -58,10 +58,10 @@ func Key(scope, key string) (string, error) {
 // Handle runs fn once for the delivery's key through the consumer's runtime
 // and returns the decision for the broker (see the package documentation
 // for the table). fn runs under a context that keeps ctx's values but not
-// its cancellation (see idem.Do); when ctx ends first, Handle returns a
-// Retry at once (after the backoff of a transient error, never with no
-// delay), and fn goes on and stores its result for the next delivery to
-// replay.
+// its cancellation (see idem.Do); when ctx ends first, Handle returns
+// without waiting for fn, with a Retry after the backoff of a transient
+// error (never with no delay), and fn goes on and stores its result for
+// the next delivery to replay.
 //
 // The value fn returns is stored (encoded by the runtime's codec, JSON by
 // default) and given back to duplicates: the first return value of Handle.
