@@ -190,7 +190,7 @@ func TestWaitingDuplicateIsKeptInProgress(t *testing.T) {
 		first <- v
 	}()
 	idemtest.Recv(t, g.Started)
-	time.AfterFunc(200*time.Millisecond, func() { close(g.Open) })
+	time.AfterFunc(500*time.Millisecond, func() { close(g.Open) })
 	dup := newFake("m", 1)
 	v, _ := a.Process(context.Background(), dup, func(context.Context, *natsjs.Message) error {
 		t.Error("the duplicate ran")
