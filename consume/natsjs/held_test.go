@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -43,6 +44,8 @@ func TestHeldElsewhereNaksAfterTheLeaseLeft(t *testing.T) {
 	other := sharedAdapter(t, st, consume.Options{Settle: 20 * time.Millisecond, MinDelay: 50 * time.Millisecond},
 		natsjs.Options{OnVerdict: func(_ *natsjs.Message, v consume.Verdict, _ error) { got = v }})
 	g := idemtest.NewGate()
+	release := sync.OnceFunc(func() { close(g.Open) })
+	t.Cleanup(release) // before the runtimes close, which wait for the run
 	done := make(chan consume.Verdict, 1)
 	go func() {
 		v, _ := holder.Process(context.Background(), newFake("m", 1), func(ctx context.Context, _ *natsjs.Message) error {
@@ -64,7 +67,7 @@ func TestHeldElsewhereNaksAfterTheLeaseLeft(t *testing.T) {
 	if a := m.Answers(); len(a) == 0 || a[len(a)-1] != "nak "+got.Delay.String() {
 		t.Fatalf("answers %q, want a nak after %v", a, got.Delay)
 	}
-	close(g.Open)
+	release()
 	if v := idemtest.Recv(t, done); v.Decision != consume.Ack {
 		t.Fatalf("holder: %+v", v)
 	}
