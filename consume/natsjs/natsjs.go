@@ -24,7 +24,10 @@ const (
 	DefaultAckTimeout = 5 * time.Second
 )
 
-// Options configures an [Adapter].
+// Options configures an [Adapter]. The messages it handles must come from
+// a consumer that acknowledges explicitly (AckExplicitPolicy): under
+// AckAll or AckNone, retried and terminated messages are lost.
+// [ForConsumer] checks it; [New] cannot.
 type Options struct {
 	// Consumer decides about each delivery and holds the idem runtime.
 	// Required.
