@@ -107,6 +107,10 @@ const attemptReady = 2 * time.Second
 // acknowledged state survive. While the port is not free yet (a socket
 // lingering, or another process holding it for a while) it tries again,
 // each attempt short, until Timeout has passed.
+//
+// A client's request in flight across the restart (sent while it
+// reconnects) may never be answered: give requests that may cross a
+// restart a short timeout of their own, and retry.
 func (s *Server) Restart() {
 	s.t.Helper()
 	s.Shutdown()
@@ -123,6 +127,7 @@ func (s *Server) Restart() {
 		if time.Now().After(deadline) {
 			s.t.Fatalf("natstest: restart: %v", err)
 		}
+		s.t.Logf("natstest: restart: %v; trying again", err)
 		time.Sleep(50 * time.Millisecond)
 	}
 }

@@ -37,9 +37,13 @@ func TestRestartKeepsStreams(t *testing.T) {
 	if srv.URL != url {
 		t.Fatalf("URL %s after restart, was %s", srv.URL, url)
 	}
+	// A request sent while the client reconnects can go unanswered: each
+	// try gets a second of its own.
 	deadline := time.Now().Add(natstest.Timeout)
 	for {
-		st, err := js.Stream(ctx, "S")
+		try, cancelTry := context.WithTimeout(ctx, time.Second)
+		st, err := js.Stream(try, "S")
+		cancelTry()
 		if err == nil && st.CachedInfo().State.Msgs == 1 {
 			break
 		}
