@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -57,20 +58,20 @@ func TestHeldHereFailFastClampsTheDelay(t *testing.T) {
 	}
 }
 
-func TestContextEndedRetriesAtOnce(t *testing.T) {
-	c := newConsumer(t, idem.Options{}, consume.Options{})
+func TestContextEndedRetriesAfterTheBackoff(t *testing.T) {
+	c := newConsumer(t, idem.Options{}, consume.Options{MinDelay: 10 * time.Millisecond})
 	var e effect
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	_, vd := consume.Handle(ctx, c, delivery("m", 3), e.fn("", nil))
 	check(t, vd, consume.Retry, idem.NoOutcome)
-	if vd.Delay != 0 || !errors.Is(vd.Err, context.Canceled) {
-		t.Fatalf("%+v", vd)
+	if vd.Delay != 40*time.Millisecond || !errors.Is(vd.Err, context.Canceled) {
+		t.Fatalf("%+v, want a retry after the backoff of attempt 3 (40ms)", vd)
 	}
 	e.want(t, 0)
 
-	// Ended while the handler runs: retry at once, the handler finishes
-	// and stores its result, the redelivery replays it.
+	// Ended while the handler runs: a retry (never with no delay), the
+	// handler finishes and stores its result, the redelivery replays it.
 	ctx, cancel = context.WithCancel(context.Background())
 	g := idemtest.NewGate()
 	res := make(chan consume.Verdict, 1)
@@ -81,8 +82,8 @@ func TestContextEndedRetriesAtOnce(t *testing.T) {
 	idemtest.Recv(t, g.Started)
 	cancel()
 	vd = idemtest.Recv(t, res)
-	if vd.Decision != consume.Retry || vd.Delay != 0 || !errors.Is(vd.Err, context.Canceled) {
-		t.Fatalf("cancelled mid-run: %+v, want a retry at once", vd)
+	if vd.Decision != consume.Retry || vd.Delay != 10*time.Millisecond || !errors.Is(vd.Err, context.Canceled) {
+		t.Fatalf("cancelled mid-run: %+v, want a retry after MinDelay", vd)
 	}
 	close(g.Open)
 	idemtest.Eventually(t, "the run to store its result", func() bool {
@@ -97,12 +98,14 @@ func TestContextEndedRetriesAtOnce(t *testing.T) {
 	e.want(t, 0)
 }
 
-func TestClosedRuntimeRetriesAtOnce(t *testing.T) {
+// A consumer left running on a closed runtime must not spin: each
+// redelivery waits the backoff, which grows with the attempt.
+func TestClosedRuntimeRetriesAfterTheBackoff(t *testing.T) {
 	rt, err := idem.New(idem.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := consume.New(consume.Options{Runtime: rt})
+	c, err := consume.New(consume.Options{Runtime: rt, MinDelay: 10 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,9 +113,11 @@ func TestClosedRuntimeRetriesAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	var e effect
-	_, vd := consume.Handle(context.Background(), c, delivery("m", 1), e.fn("", nil))
-	if vd.Decision != consume.Retry || vd.Delay != 0 || !errors.Is(vd.Err, idem.ErrClosed) {
-		t.Fatalf("%+v", vd)
+	for attempt, want := range map[int]time.Duration{1: 10 * time.Millisecond, 4: 80 * time.Millisecond} {
+		_, vd := consume.Handle(context.Background(), c, delivery("m", attempt), e.fn("", nil))
+		if vd.Decision != consume.Retry || vd.Delay != want || !errors.Is(vd.Err, idem.ErrClosed) {
+			t.Fatalf("attempt %d: %+v, want a retry after %v", attempt, vd, want)
+		}
 	}
 	e.want(t, 0)
 }
@@ -137,16 +142,51 @@ func TestMissingKeyIsNeverRun(t *testing.T) {
 	}
 }
 
-func TestInvalidKeyTerms(t *testing.T) {
-	c := newConsumer(t, idem.Options{}, consume.Options{})
+// Message keys idem cannot take as they are (too long, or holding a NUL
+// byte) run under a digest of themselves, once, and their redeliveries
+// replay; a scope that leaves no room even for the digest is given up.
+func TestUnusableMessageKeysRunUnderADigest(t *testing.T) {
+	c := newConsumer(t, idem.Options{}, consume.Options{MissingKey: consume.Retry})
 	var e effect
-	for _, key := range []string{strings.Repeat("k", 2000), "a\x00b"} {
-		_, vd := consume.Handle(context.Background(), c, delivery(key, 1), e.fn("", nil))
-		if vd.Decision != consume.Term || !errors.Is(vd.Err, idem.ErrInvalidKey) {
-			t.Fatalf("%+v", vd)
+	long, nul := strings.Repeat("k", 2000), "a\x00b"
+	seen := map[string]bool{}
+	for _, key := range []string{long, long + "x", nul, "a\x00c"} {
+		for attempt, out := range []idem.Outcome{idem.Executed, idem.Replayed} {
+			_, vd := consume.Handle(context.Background(), c, delivery(key, attempt+1), e.fn("v", nil))
+			check(t, vd, consume.Ack, out)
+			if !strings.HasPrefix(vd.Key, "consume:S/c%sha256:") || len(vd.Key) != len("consume:S/c%sha256:")+64 {
+				t.Fatalf("key %q", vd.Key)
+			}
+			seen[vd.Key] = true
 		}
 	}
-	e.want(t, 0)
+	e.want(t, 4)
+	if len(seen) != 4 {
+		t.Fatalf("%d idem keys for 4 message keys", len(seen))
+	}
+	_, vd := consume.Handle(context.Background(), c, consume.Delivery{Scope: strings.Repeat("s", 2000), Key: "m", Attempt: 1}, e.fn("", nil))
+	if vd.Decision != consume.Term || !errors.Is(vd.Err, idem.ErrInvalidKey) {
+		t.Fatalf("a scope too long: %+v, want a Term with ErrInvalidKey", vd)
+	}
+	e.want(t, 4)
+}
+
+// A plain message key never produces a digest key, whatever it holds.
+func TestDigestKeysMeetNoPlainKey(t *testing.T) {
+	long := strings.Repeat("k", 2000)
+	digest, err := consume.Key("S", long)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hex := digest[len("consume:S%sha256:"):]
+	for _, p := range [][2]string{{"S", "%sha256:" + hex}, {"S%sha256", hex}, {"S%sha256:", hex}, {"", "S%sha256:" + hex}} {
+		if k, err := consume.Key(p[0], p[1]); err != nil || k == digest {
+			t.Errorf("Key(%q, %q) = %q, %v; the digest key is %q", p[0], p[1], k, err, digest)
+		}
+	}
+	if k, _ := consume.Key("T", long); k == digest {
+		t.Errorf("two scopes, one digest key %q", k)
+	}
 }
 
 func TestFingerprintMismatchTerms(t *testing.T) {
@@ -199,5 +239,22 @@ func TestNewRejectsBadOptions(t *testing.T) {
 	_, vd := consume.Handle(context.Background(), c, delivery("m", 1), func(context.Context) (int, error) { return 0, errors.New("x") })
 	if vd.Delay != 30*time.Millisecond {
 		t.Fatalf("delay %v", vd.Delay)
+	}
+}
+
+func TestBackoffNeverOverflows(t *testing.T) {
+	c := newConsumer(t, idem.Options{}, consume.Options{MinDelay: time.Millisecond, MaxDelay: time.Duration(math.MaxInt64)})
+	boom := errors.New("boom")
+	var e effect
+	prev := time.Duration(0)
+	for _, attempt := range []int{1, 2, 10, 40, 62, 63, 64, 100, 1 << 30} {
+		_, vd := consume.Handle(context.Background(), c, delivery("m", attempt), e.fn("", boom))
+		if vd.Decision != consume.Retry || vd.Delay < prev || vd.Delay <= 0 {
+			t.Fatalf("attempt %d: %v %v, want a retry no sooner than %v", attempt, vd.Decision, vd.Delay, prev)
+		}
+		prev = vd.Delay
+	}
+	if prev != time.Duration(math.MaxInt64) {
+		t.Fatalf("attempt 1<<30: delay %v, want MaxDelay", prev)
 	}
 }

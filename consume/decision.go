@@ -18,7 +18,7 @@ const (
 	// Verdict.Delay (a negative acknowledgement with a delay).
 	Retry
 	// Term: give the message up; the broker must not redeliver it
-	// (terminate or dead-letter it).
+	// (terminate it, or move it to a dead-letter queue of your own).
 	Term
 )
 
@@ -59,12 +59,17 @@ type Delivery struct {
 type Verdict struct {
 	Decision Decision
 	// Delay is how long the broker should wait before redelivering the
-	// message (Retry only; zero means at once).
+	// message (Retry only). A Retry from Handle always has a delay of at
+	// least Options.MinDelay.
 	Delay time.Duration
 	// Err is the handler's error (transient or permanent; a replayed
 	// permanent error is an *idem.ReplayedError outside the process that
 	// stored it), or why the message could not be handled (no key, a
-	// conflict, a store failure, the context ending). Nil with Ack.
+	// conflict, a store failure, the context ending). Nil with Ack, but
+	// for a stored result that no longer decodes into the handler's type
+	// (an *idem.CodecError, Op "decode"): the effect happened and the
+	// result is stored, so the message is acknowledged, and a warning is
+	// logged.
 	Err error
 	// Outcome says how idem answered: Executed (the handler ran in this
 	// delivery), Joined (this delivery waited for a run in flight),

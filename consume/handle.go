@@ -2,32 +2,53 @@ package consume
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/idemrt/idem"
 	"github.com/idemrt/idem/store"
 )
 
-// keyPrefix starts every key built by [Key].
-const keyPrefix = "consume:"
+// keyPrefix starts every key built by [Key]; digestMark follows the scope
+// in the key of a message key that cannot be used as it is.
+const (
+	keyPrefix  = "consume:"
+	digestMark = "%sha256:"
+)
 
 // Key returns the idem key of a message key in a scope:
 //
 //	consume:<scope>:<key>
 //
 // with '%' written %25 and ':' written %3A in the scope, so that no two
-// (scope, key) pairs give the same key. Use it with the runtime's Get,
-// State or Forget to reach what a message stored (Forget makes it run again
-// on its next delivery). The key must not be empty; the result must be a
-// valid idem key (at most store.MaxKeyLen bytes, no NUL), else the error
-// matches idem.ErrInvalidKey.
+// (scope, key) pairs give the same key. A message key that would make the
+// result too long for idem (over store.MaxKeyLen bytes) or that holds a NUL
+// byte is replaced by the hex SHA-256 of it:
+//
+//	consume:<scope>%sha256:<64 hex digits>
+//
+// The escaped scope holds a '%' only before "25" or "3A", so no scope
+// produces "%sha256": a digest key never equals the key of a plain message
+// key, nor one of another scope.
+//
+// Use it with the runtime's Get, State or Forget to reach what a message
+// stored (Forget makes it run again on its next delivery). An empty key is
+// ErrNoKey; a scope too long (or holding a NUL byte) for even the digest
+// key to be valid is an error matching idem.ErrInvalidKey.
 func Key(scope, key string) (string, error) {
 	if key == "" {
 		return "", ErrNoKey
 	}
-	k := keyPrefix + store.EscapeSegment(scope) + ":" + key
+	scope = store.EscapeSegment(scope)
+	k := keyPrefix + scope + ":" + key
+	if len(k) > store.MaxKeyLen || strings.IndexByte(key, 0) >= 0 {
+		sum := sha256.Sum256([]byte(key))
+		k = keyPrefix + scope + digestMark + hex.EncodeToString(sum[:])
+	}
 	if err := store.ValidateKey(k); err != nil {
 		return "", err
 	}
@@ -37,9 +58,10 @@ func Key(scope, key string) (string, error) {
 // Handle runs fn once for the delivery's key through the consumer's runtime
 // and returns the decision for the broker (see the package documentation
 // for the table). fn runs under a context that keeps ctx's values but not
-// its cancellation (see idem.Do); when ctx ends first, Handle returns a
-// Retry with no delay at once, and fn goes on and stores its result for the
-// next delivery to replay.
+// its cancellation (see idem.Do); when ctx ends first, Handle returns
+// without waiting for fn, with a Retry after the backoff of a transient
+// error (never with no delay), and fn goes on and stores its result for
+// the next delivery to replay.
 //
 // The value fn returns is stored (encoded by the runtime's codec, JSON by
 // default) and given back to duplicates: the first return value of Handle.
@@ -61,17 +83,20 @@ func Handle[T any](ctx context.Context, c *Consumer, d Delivery, fn func(context
 		return zero, c.unkeyed(d, err)
 	}
 	if err := ctx.Err(); err != nil {
-		return zero, Verdict{Decision: Retry, Err: err, Key: key}
+		return zero, Verdict{Decision: Retry, Delay: c.backoff(d.Attempt), Err: err, Key: key}
 	}
 	var out idem.Outcome
 	opts := make([]idem.CallOption, 0, 3+len(c.o.CallOptions))
-	opts = append(opts, idem.WithSettle(c.o.Settle), idem.WithOutcome(&out))
+	opts = append(opts, idem.WithSettle(c.o.Settle))
 	if d.Fingerprint != nil {
 		opts = append(opts, idem.WithFingerprint(d.Fingerprint))
 	}
+	// The consumer's WithOutcome goes last: one in CallOptions would
+	// leave every verdict without its outcome.
 	opts = append(opts, c.o.CallOptions...)
+	opts = append(opts, idem.WithOutcome(&out))
 	v, err := idem.Do(ctx, c.o.Runtime, key, fn, opts...)
-	vd := c.decide(ctx, key, d.Attempt, err)
+	vd := c.decide(ctx, key, d.Attempt, out, err)
 	vd.Outcome = out
 	return v, vd
 }
@@ -87,26 +112,45 @@ func (c *Consumer) unkeyed(d Delivery, err error) Verdict {
 	return vd
 }
 
-// decide maps the error of idem.Do (err) for key at attempt to a verdict.
-func (c *Consumer) decide(ctx context.Context, key string, attempt int, err error) Verdict {
+// decide maps the outcome (out) and error of idem.Do for key at attempt to
+// a verdict. A Term needs a result that idem stored (a permanent error) or
+// an answer of idem's own that every redelivery would get again; an error
+// that only looks like one (fn's own error wrapping an idem sentinel, a
+// panic with a permanent error for its value) stored nothing and is
+// retried.
+func (c *Consumer) decide(ctx context.Context, key string, attempt int, out idem.Outcome, err error) Verdict {
 	vd := Verdict{Err: err, Key: key}
-	var conflict *idem.ConflictError
+	var (
+		conflict *idem.ConflictError
+		panicked *idem.PanicError
+		codec    *idem.CodecError
+	)
 	switch {
 	case err == nil:
 		vd.Decision = Ack
-	case idem.IsPermanent(err),
-		errors.Is(err, idem.ErrFingerprintMismatch),
-		errors.Is(err, idem.ErrInvalidKey):
-		// Stored (or never storable): a redelivery would end the same.
+	case errors.As(err, &panicked) && panicked.Key == key:
+		// A bug, not an outcome: nothing is stored, whatever the value.
+		vd.Decision, vd.Delay = Retry, c.backoff(attempt)
+	case idem.IsPermanent(err):
+		// Stored: a redelivery replays it.
 		vd.Decision = Term
-	case ctx.Err() != nil && errors.Is(err, ctx.Err()),
-		errors.Is(err, idem.ErrClosed):
-		// Shutting down: give the message back at once, to the next
-		// consumer; whatever ran stores its result for it.
-		vd.Decision = Retry
-	case errors.As(err, &conflict):
+	case out == idem.NoOutcome && (errors.Is(err, idem.ErrFingerprintMismatch) || errors.Is(err, idem.ErrInvalidKey)):
+		// idem's own answer about the key: a redelivery gets it again.
+		vd.Decision = Term
+	case (out == idem.Replayed || out == idem.Joined) && errors.As(err, &codec) && codec.Op == "decode":
+		// The result is stored and the effect happened; only its value
+		// no longer decodes (the handler's type changed). Retrying would
+		// fail the same way until the TTL ends.
+		vd.Decision = Ack
+		c.o.Logger.Warn("consume: a stored result does not decode; the message is acknowledged",
+			"key", key, "attempt", attempt, "reason", err.Error())
+	case out == idem.NoOutcome && errors.As(err, &conflict):
 		vd.Decision, vd.Delay = Retry, c.heldDelay(ctx, key, conflict)
 	default:
+		// A transient error, a store failure, an overloaded runtime, and
+		// also a context that ended or a closed runtime (a consumer
+		// shutting down): backoff, never at once, so that a consumer left
+		// running on a closed runtime does not spin on its messages.
 		vd.Decision, vd.Delay = Retry, c.backoff(attempt)
 	}
 	return vd

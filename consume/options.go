@@ -46,12 +46,16 @@ type Options struct {
 
 	// CallOptions are added to every idem.Do call, after the consumer's own
 	// (so they win): idem.WithTTL for how long a message's result is
-	// replayed, idem.WithLease, idem.WithCodec, idem.WithClassifier, ...
+	// replayed, idem.WithLease, idem.WithCodec, idem.WithClassifier,
+	// idem.WithSettle(0) ... The one exception is idem.WithOutcome: the
+	// consumer's own comes last, so a WithOutcome here receives nothing;
+	// read Verdict.Outcome instead.
 	// Default: none.
 	CallOptions []idem.CallOption
 
 	// Logger receives the warnings about deliveries given up for want of a
-	// key. Default: slog.Default().
+	// key, and about stored results that no longer decode.
+	// Default: slog.Default().
 	Logger *slog.Logger
 }
 
@@ -131,8 +135,13 @@ func (c *Consumer) backoff(attempt int) time.Duration {
 	if c.o.Backoff != nil {
 		return c.clamp(c.o.Backoff(attempt))
 	}
+	// Doubling stops before it could pass MaxDelay, so it never overflows
+	// and runs at most about 63 times, whatever the attempt.
 	d := c.o.MinDelay
-	for i := 1; i < attempt && d < c.o.MaxDelay; i++ {
+	for i := 1; i < attempt; i++ {
+		if d > c.o.MaxDelay/2 {
+			return c.o.MaxDelay
+		}
 		d *= 2
 	}
 	return c.clamp(d)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -78,6 +79,22 @@ func TestLongTermReasonIsCut(t *testing.T) {
 	}
 }
 
+func TestTermReasonIsCutAtARuneBoundary(t *testing.T) {
+	a, _ := fakeAdapter(t, natsjs.Options{})
+	m := newFake("m", 1)
+	a.Process(context.Background(), m, func(context.Context, *natsjs.Message) error {
+		return idem.Permanent(errors.New("x" + strings.Repeat("é", 300)))
+	})
+	got := m.Answers()
+	if len(got) != 1 {
+		t.Fatalf("answers %q", got)
+	}
+	r := strings.TrimPrefix(got[0], "term ")
+	if !utf8.ValidString(r) || len(r) > 256 || len(r) < 255 {
+		t.Fatalf("reason of %d bytes (valid UTF-8: %v), want 255 or 256 bytes cut at a rune", len(r), utf8.ValidString(r))
+	}
+}
+
 func TestAckOnlyAfterTheResultIsStored(t *testing.T) {
 	a, rt := fakeAdapter(t, natsjs.Options{})
 	m := newFake("m", 1)
@@ -95,7 +112,7 @@ func TestAckOnlyAfterTheResultIsStored(t *testing.T) {
 	}
 }
 
-func TestShutdownNaksAtOnceAndNeverAcks(t *testing.T) {
+func TestShutdownNaksAfterTheBackoffAndNeverAcks(t *testing.T) {
 	a, rt := fakeAdapter(t, natsjs.Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	m := newFake("m", 1)
@@ -111,8 +128,8 @@ func TestShutdownNaksAtOnceAndNeverAcks(t *testing.T) {
 	idemtest.Recv(t, g.Started)
 	cancel()
 	v := idemtest.Recv(t, done)
-	if v.Decision != consume.Retry || !slices.Equal(m.Answers(), []string{"nak"}) {
-		t.Fatalf("verdict %v, answers %q; want a nak at once", v.Decision, m.Answers())
+	if v.Decision != consume.Retry || !slices.Equal(m.Answers(), []string{"nak 50ms"}) {
+		t.Fatalf("verdict %v, answers %q; want a nak after MinDelay", v.Decision, m.Answers())
 	}
 	close(g.Open)
 	// The handler finishes detached and stores its result: the
@@ -131,6 +148,8 @@ func TestShutdownNaksAtOnceAndNeverAcks(t *testing.T) {
 	}
 }
 
+// A running handler's message is reported in progress, and never after
+// its answer. (How many reports depends on scheduling: at least one.)
 func TestInProgressWhileRunningOnly(t *testing.T) {
 	a, _ := fakeAdapter(t, natsjs.Options{AckWait: 300 * time.Millisecond, Progress: 20 * time.Millisecond})
 	m := newFake("m", 1)
@@ -139,15 +158,50 @@ func TestInProgressWhileRunningOnly(t *testing.T) {
 		return nil
 	})
 	time.Sleep(100 * time.Millisecond) // a report after the answer would show
-	got := m.Answers()
-	n := len(got)
-	if n < 4 || got[n-1] != "ack" || slices.Index(got, "ack") != n-1 {
-		t.Fatalf("answers %q, want some progress reports, then ack last", got)
+	progressThenAck(t, m.Answers())
+}
+
+// progressThenAck fails the test unless answers are one or more progress
+// reports and then one ack.
+func progressThenAck(t *testing.T, answers []string) {
+	t.Helper()
+	n := len(answers)
+	if n < 2 || answers[n-1] != "ack" {
+		t.Fatalf("answers %q, want progress reports, then ack last", answers)
 	}
-	for _, s := range got[:n-1] {
+	for _, s := range answers[:n-1] {
 		if s != "progress" {
-			t.Fatalf("answers %q", got)
+			t.Fatalf("answers %q, want progress reports, then ack last", answers)
 		}
+	}
+}
+
+// A delivery that waits for a duplicate in flight is kept in progress too,
+// though its handler never runs.
+func TestWaitingDuplicateIsKeptInProgress(t *testing.T) {
+	a, _ := fakeAdapter(t, natsjs.Options{AckWait: 300 * time.Millisecond, Progress: 20 * time.Millisecond})
+	g := idemtest.NewGate()
+	first := make(chan consume.Verdict, 1)
+	go func() {
+		v, _ := a.Process(context.Background(), newFake("m", 1), func(ctx context.Context, _ *natsjs.Message) error {
+			_, err := g.Fn("", nil)(ctx)
+			return err
+		})
+		first <- v
+	}()
+	idemtest.Recv(t, g.Started)
+	time.AfterFunc(500*time.Millisecond, func() { close(g.Open) })
+	dup := newFake("m", 1)
+	v, _ := a.Process(context.Background(), dup, func(context.Context, *natsjs.Message) error {
+		t.Error("the duplicate ran")
+		return nil
+	})
+	if v.Outcome != idem.Joined {
+		t.Fatalf("duplicate: %+v, want it joined to the run in flight", v)
+	}
+	progressThenAck(t, dup.Answers())
+	if v := idemtest.Recv(t, first); v.Decision != consume.Ack {
+		t.Fatalf("first delivery: %+v", v)
 	}
 }
 

@@ -23,9 +23,20 @@
 //     makes the server redeliver, and the redelivery replays the result;
 //   - on a transient error, or a key held by a run elsewhere, naks it with
 //     the verdict's delay (NakWithDelay); when the context ends (the consumer
-//     is shutting down) naks it at once, for another consumer;
+//     is shutting down) or the runtime is closed, naks it with the backoff
+//     (MinDelay for a first delivery), for another consumer, never at once;
 //   - on a permanent error terminates it (TermWithReason): the server never
-//     redelivers it, and a duplicate of it is terminated too.
+//     redelivers it, and a duplicate of it is terminated too. JetStream
+//     keeps no dead-letter queue: a Term only publishes an advisory on
+//     $JS.EVENT.ADVISORY.CONSUMER.MSG_TERMINATED.<stream>.<consumer>, with
+//     the stream sequence and the reason. To keep terminated messages,
+//     subscribe to it and copy each message (read by its sequence) to a
+//     stream of your own; the message stays in a limits-based stream until
+//     its MaxAge, and may be gone from a work-queue or interest stream.
+//
+// The consumer must acknowledge explicitly (AckExplicitPolicy; see
+// [ForConsumer]): AckAll and AckNone (ordered) consumers lose the messages
+// that are retried or terminated.
 //
 // Use a durable consumer: the default scope is its name, so an ephemeral
 // consumer (a new name each time) would not see the keys of the one before
@@ -40,4 +51,12 @@
 // stop). Consume calls the handler of one message at a time, so a duplicate
 // that waits for a run in flight (consume.Options.Settle) holds up the
 // messages behind it meanwhile: keep Settle short for busy consumers.
+// Consume also pulls messages ahead into a buffer (PullMaxMessages, 500 by
+// default), and only the message being handled is reported in progress: a
+// message that waits in the buffer past AckWait is redelivered, and
+// handled twice (a run and a replay). Keep PullMaxMessages times the
+// handler's usual time under AckWait.
+//
+// Shut down in this order: stop (or drain) the subscription, then close the
+// idem runtime.
 package natsjs

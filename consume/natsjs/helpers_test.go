@@ -78,10 +78,18 @@ func (e *env) publish(t testing.TB, id string) *jetstream.PubAck {
 	}
 	msg.Data = []byte("payload of " + id)
 	// Retried while the server restarts (Nats-Msg-Id dedups a retry
-	// whose first try was stored).
+	// whose first try was stored); a publish sent while the client
+	// reconnects can go unanswered, so each try of a keyed message gets
+	// 2s of its own.
 	deadline := time.Now().Add(idemtest.Timeout)
 	for {
-		ack, err := e.js.PublishMsg(testCtx(t), msg)
+		try := idemtest.Timeout
+		if id != "" {
+			try = 2 * time.Second
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), try)
+		ack, err := e.js.PublishMsg(ctx, msg)
+		cancel()
 		if err == nil {
 			return ack
 		}

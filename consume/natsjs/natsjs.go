@@ -24,7 +24,10 @@ const (
 	DefaultAckTimeout = 5 * time.Second
 )
 
-// Options configures an [Adapter].
+// Options configures an [Adapter]. The messages it handles must come from
+// a consumer that acknowledges explicitly (AckExplicitPolicy): under
+// AckAll or AckNone, retried and terminated messages are lost.
+// [ForConsumer] checks it; [New] cannot.
 type Options struct {
 	// Consumer decides about each delivery and holds the idem runtime.
 	// Required.
@@ -37,20 +40,28 @@ type Options struct {
 	// Scope returns the scope of a message's key from its metadata.
 	// Default: "<stream>/<consumer>" (names hold no '/'): consumers of one
 	// stream each run a message once. Return the stream alone to run a
-	// message once across consumers.
+	// message once across consumers. Stream and consumer names are unique
+	// only within a NATS account (and JetStream domain): when consumers of
+	// several accounts or domains share one idem store, put the account or
+	// domain into the scope, or their keys meet.
 	Scope func(*jetstream.MsgMetadata) string
 
 	// AckWait is the consumer's AckWait: how long the server waits for an
 	// acknowledgement before it redelivers. [ForConsumer] reads it from
-	// the consumer's info. A consumer with a BackOff list waits its
+	// the consumer's info, once. A consumer with a BackOff list waits its
 	// entries instead after a redelivery: then give the shortest of them
 	// (or set Progress below it).
 	// Default: 30s (the server's default).
 	AckWait time.Duration
 
-	// Progress is how often a message whose handler is still running is
-	// reported in progress (InProgress), which restarts the server's
-	// AckWait. It must be shorter than AckWait.
+	// Progress is how often a message whose handler is still running (or
+	// that waits for a duplicate in flight) is reported in progress
+	// (InProgress), which restarts the server's AckWait. It must be
+	// shorter than AckWait. Only the message being handled is reported:
+	// those waiting in Consume's buffer are not, and one that waits there
+	// past AckWait is redelivered (and replayed: no second effect, but
+	// the work twice). Keep jetstream.PullMaxMessages times the handler's
+	// usual time under AckWait.
 	// Default: AckWait / 3.
 	Progress time.Duration
 
@@ -71,7 +82,9 @@ type Options struct {
 
 	// OnVerdict, if set, is called after each message is answered with the
 	// verdict and the error of the answer (Ack, Nak or Term): for metrics
-	// and logs. Default: nil.
+	// and logs. It runs on the handler's goroutine, before Process returns
+	// and so before Consume hands over the next message: keep it quick.
+	// Default: nil.
 	OnVerdict func(m *Message, v consume.Verdict, ackErr error)
 
 	// Logger receives warnings: messages terminated, answers that failed.
@@ -88,7 +101,10 @@ type Adapter struct {
 
 // New returns an adapter with opts, or an error matching
 // idem.ErrInvalidArgument (a nil Consumer, a negative duration, Progress
-// not shorter than AckWait).
+// not shorter than AckWait). It cannot check the consumer the messages
+// come from: give it only the messages of a consumer with
+// AckExplicitPolicy (see [ForConsumer], which checks), and that
+// consumer's AckWait in Options.AckWait.
 func New(opts Options) (*Adapter, error) {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: natsjs.Options.%s", idem.ErrInvalidArgument, fmt.Sprintf(format, args...))
@@ -130,15 +146,33 @@ func New(opts Options) (*Adapter, error) {
 
 // ForConsumer returns an adapter for the messages of c: as [New], with
 // AckWait, when opts leaves it zero, taken from c's cached info (the
-// consumer's configuration when it was created or looked up).
+// consumer's configuration when it was created or looked up; it is read
+// once, here: an adapter does not see a later change of the consumer's
+// AckWait).
+//
+// c must acknowledge explicitly (jetstream.AckExplicitPolicy): under
+// AckAll, the Ack of a later message acknowledges an earlier one that was
+// given back for a retry, and under AckNone (an ordered consumer) the
+// server ignores Nak and Term; either way a message is lost. Another ack
+// policy, or a consumer without cached info (an ordered consumer before it
+// starts), is an error matching idem.ErrInvalidArgument.
 func ForConsumer(c jetstream.Consumer, opts Options) (*Adapter, error) {
 	if c == nil {
 		return nil, fmt.Errorf("%w: natsjs.ForConsumer with a nil consumer", idem.ErrInvalidArgument)
 	}
+	info := c.CachedInfo()
+	if info == nil {
+		return nil, fmt.Errorf("%w: natsjs.ForConsumer: the consumer has no cached info, so its ack policy is unknown "+
+			"(an ordered consumer has none before it starts, and acknowledges nothing); use a durable consumer "+
+			"with AckExplicitPolicy", idem.ErrInvalidArgument)
+	}
+	if p := info.Config.AckPolicy; p != jetstream.AckExplicitPolicy {
+		return nil, fmt.Errorf("%w: natsjs.ForConsumer: consumer %q acknowledges with %v, not explicitly: "+
+			"a retried or terminated message would be lost (AckAll acknowledges it with a later message, AckNone "+
+			"ignores Nak and Term); use AckExplicitPolicy", idem.ErrInvalidArgument, info.Name, p)
+	}
 	if opts.AckWait == 0 {
-		if info := c.CachedInfo(); info != nil {
-			opts.AckWait = info.Config.AckWait
-		}
+		opts.AckWait = info.Config.AckWait
 	}
 	return New(opts)
 }

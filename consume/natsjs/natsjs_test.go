@@ -96,15 +96,19 @@ func TestRedeliveryAfterALostAckReplays(t *testing.T) {
 	l.exactlyOnce(t, ids)
 }
 
+// A handler that runs longer than AckWait is kept in progress, at the
+// default Progress: a third of the AckWait ForConsumer read from the
+// consumer (an adapter that missed it would report every 10s, too late).
+// The margin, AckWait less Progress, is 2s, for a loaded machine.
 func TestSlowHandlerIsKeptInProgress(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, setup{ackWait: 500 * time.Millisecond})
+	e := newEnv(t, setup{ackWait: 3 * time.Second})
 	l := newLedger()
-	a := e.adapter(t, idem.Options{}, consume.Options{}, natsjs.Options{OnVerdict: l.onVerdict, Progress: 100 * time.Millisecond})
+	a := e.adapter(t, idem.Options{}, consume.Options{}, natsjs.Options{OnVerdict: l.onVerdict})
 	var mu sync.Mutex
 	deliveries := 0
 	slow := func(ctx context.Context, m *natsjs.Message) error {
-		time.Sleep(1500 * time.Millisecond) // 3 AckWaits
+		time.Sleep(4 * time.Second) // past AckWait
 		l.effect(m.Key)
 		return nil
 	}
@@ -118,8 +122,8 @@ func TestSlowHandlerIsKeptInProgress(t *testing.T) {
 	if got := l.waitVerdicts(t, "slow", 1); !slices.Equal(got, []string{"ack/executed@1"}) {
 		t.Errorf("verdicts %v", got)
 	}
-	time.Sleep(time.Second) // two more AckWaits: a redelivery would show
 	e.settled(t)
+	time.Sleep(200 * time.Millisecond) // a redelivery already on its way would show
 	mu.Lock()
 	defer mu.Unlock()
 	if ci := e.info(t); deliveries != 1 || ci.NumRedelivered != 0 {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -23,7 +24,10 @@ type Message struct {
 	Msg jetstream.Msg
 	// Metadata is the message's JetStream metadata: stream and consumer
 	// sequences, delivery count (NumDelivered), stream and consumer names,
-	// the time it was stored.
+	// the time it was stored. NumDelivered is the delivery's attempt
+	// (consume.Delivery.Attempt), which grows the retry delay: it counts
+	// every delivery, those after a Nak (a retry, a key held elsewhere, a
+	// shutdown) too.
 	Metadata *jetstream.MsgMetadata
 	// Key is the message's key (its Nats-Msg-Id, or Options.Key's answer)
 	// and Scope its scope; IdemKey is the idem key built of both (see
@@ -48,8 +52,11 @@ type HandlerFunc func(ctx context.Context, m *Message) error
 // Handler returns a jetstream.MessageHandler, for Consumer.Consume, that
 // processes each message with h (see [Adapter.Process]). ctx is the
 // consumer's: when it ends, messages in flight are given back to the
-// server at once instead of acknowledged, and their handlers go on
-// detached and store their results for the redelivery to replay.
+// server (a Nak delayed by the backoff, MinDelay for a first delivery)
+// instead of acknowledged, and their handlers go on detached and store
+// their results for the redelivery to replay. Stop (or drain) the
+// subscription before closing the idem runtime: every message delivered
+// to a closed runtime is given back the same way.
 func (a *Adapter) Handler(ctx context.Context, h HandlerFunc) jetstream.MessageHandler {
 	return func(msg jetstream.Msg) { _, _ = a.Process(ctx, msg, h) }
 }
@@ -100,9 +107,9 @@ func (a *Adapter) answer(msg jetstream.Msg, v consume.Verdict) error {
 		}
 		return msg.Ack()
 	case consume.Retry:
-		if v.Delay <= 0 {
-			return msg.Nak()
-		}
+		// consume.Handle gives every Retry a delay; a plain Nak would
+		// have the message back at once, and a consumer on a closed
+		// runtime would spin on it.
 		return msg.NakWithDelay(v.Delay)
 	case consume.Term:
 		return msg.TermWithReason(termReason(v.Err))
@@ -128,10 +135,16 @@ func (a *Adapter) report(m *Message, v consume.Verdict, ackErr error) {
 // maxReason bounds the reason sent with a Term (it goes into an advisory).
 const maxReason = 256
 
+// termReason is the reason sent with a Term: err's text, cut to
+// maxReason bytes at a rune boundary.
 func termReason(err error) string {
 	r := "idem: " + errText(err)
 	if len(r) > maxReason {
-		r = r[:maxReason]
+		n := maxReason
+		for n > 0 && !utf8.RuneStart(r[n]) {
+			n--
+		}
+		r = r[:n]
 	}
 	return r
 }

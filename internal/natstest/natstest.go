@@ -8,6 +8,8 @@ package natstest
 
 import (
 	"fmt"
+	"net"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -43,7 +45,7 @@ func Start(t testing.TB) *Server {
 		// No cluster, leaf, gateway or HTTP monitoring listeners.
 		HTTPPort: 0,
 	}}
-	if err := s.start(); err != nil {
+	if err := s.start(Timeout); err != nil {
 		t.Fatal(err)
 	}
 	addr := s.srv.Addr().String()
@@ -57,17 +59,19 @@ func Start(t testing.TB) *Server {
 	return s
 }
 
-func (s *Server) start() error {
+// start starts a server with s.opts, waiting up to ready for it to take
+// connections.
+func (s *Server) start(ready time.Duration) error {
 	opts := s.opts
 	srv, err := server.NewServer(&opts)
 	if err != nil {
 		return fmt.Errorf("natstest: new server: %w", err)
 	}
 	srv.Start()
-	if !srv.ReadyForConnections(Timeout) {
+	if !srv.ReadyForConnections(ready) {
 		srv.Shutdown()
 		srv.WaitForShutdown()
-		return fmt.Errorf("natstest: the server was not ready within %v", Timeout)
+		return fmt.Errorf("natstest: the server was not ready within %v", ready)
 	}
 	if !srv.JetStreamEnabled() {
 		srv.Shutdown()
@@ -93,24 +97,48 @@ func (s *Server) Shutdown() {
 	}
 }
 
+// attemptReady bounds one attempt of a restart: a server that cannot listen
+// (its port not free yet) never gets ready, so an attempt that waited the
+// whole Timeout would leave no time for another.
+const attemptReady = 2 * time.Second
+
 // Restart shuts the server down, if it runs, and starts it again on the
 // same port with the same store directory: streams, consumers and their
-// acknowledged state survive. It retries for a while if the port is not
-// free yet.
+// acknowledged state survive. While the port is not free yet (a socket
+// lingering, or another process holding it for a while) it tries again,
+// each attempt short, until Timeout has passed.
+//
+// A client's request in flight across the restart (sent while it
+// reconnects) may never be answered: give requests that may cross a
+// restart a short timeout of their own, and retry.
 func (s *Server) Restart() {
 	s.t.Helper()
 	s.Shutdown()
+	addr := net.JoinHostPort(s.opts.Host, strconv.Itoa(s.opts.Port))
 	deadline := time.Now().Add(Timeout)
 	for {
-		err := s.start()
+		err := portFree(addr)
+		if err == nil {
+			err = s.start(attemptReady)
+		}
 		if err == nil {
 			return
 		}
 		if time.Now().After(deadline) {
 			s.t.Fatalf("natstest: restart: %v", err)
 		}
+		s.t.Logf("natstest: restart: %v; trying again", err)
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// portFree reports whether addr can be listened on now.
+func portFree(addr string) error {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("natstest: port not free: %w", err)
+	}
+	return l.Close()
 }
 
 // Connect returns a client connection to the server that reconnects

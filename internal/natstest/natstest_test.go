@@ -2,6 +2,8 @@ package natstest_test
 
 import (
 	"context"
+	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -35,9 +37,13 @@ func TestRestartKeepsStreams(t *testing.T) {
 	if srv.URL != url {
 		t.Fatalf("URL %s after restart, was %s", srv.URL, url)
 	}
+	// A request sent while the client reconnects can go unanswered: each
+	// try gets a second of its own.
 	deadline := time.Now().Add(natstest.Timeout)
 	for {
-		st, err := js.Stream(ctx, "S")
+		try, cancelTry := context.WithTimeout(ctx, time.Second)
+		st, err := js.Stream(try, "S")
+		cancelTry()
 		if err == nil && st.CachedInfo().State.Msgs == 1 {
 			break
 		}
@@ -45,5 +51,30 @@ func TestRestartKeepsStreams(t *testing.T) {
 			t.Fatalf("stream after restart: %v", err)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// A restart whose port is held for a while (here by a listener of the
+// test's own, for a second) starts the server as soon as it is free, not
+// after a whole Timeout.
+func TestRestartWaitsForABusyPort(t *testing.T) {
+	srv := natstest.Start(t)
+	srv.Shutdown()
+	l, err := net.Listen("tcp", strings.TrimPrefix(srv.URL, "nats://"))
+	if err != nil {
+		t.Skipf("the port was taken already: %v", err)
+	}
+	go func() {
+		time.Sleep(time.Second)
+		l.Close()
+	}()
+	start := time.Now()
+	srv.Restart()
+	if took := time.Since(start); took > 8*time.Second {
+		t.Fatalf("Restart took %v, though the port was free after 1s", took)
+	}
+	nc := srv.Connect(t)
+	if !nc.IsConnected() {
+		t.Fatal("not connected after the restart")
 	}
 }
