@@ -69,7 +69,12 @@ func (m *shardMailbox) process() {
 	for {
 		m.run()
 		m.running.Store(false)
-		if m.sysN.Load() == 0 && (m.suspended.Load() || m.userN.Load() == 0) {
+		// A count below zero is a poster between its push and its count:
+		// the message was handled already, and the poster's own schedule
+		// will run the mailbox again if anything is left. Going idle here,
+		// not spinning until the poster counts, matters when it is not
+		// running.
+		if m.sysN.Load() <= 0 && (m.suspended.Load() || m.userN.Load() <= 0) {
 			return
 		}
 		if !m.running.CompareAndSwap(false, true) {
@@ -134,6 +139,9 @@ func (q *msgQueue) push(msg any) {
 	q.mu.Unlock()
 }
 
+// maxIdleQueue is the most slots a drained queue keeps for the next burst.
+const maxIdleQueue = 4096
+
 // pop returns the oldest message, or nil when there is none.
 func (q *msgQueue) pop() any {
 	q.mu.Lock()
@@ -146,6 +154,9 @@ func (q *msgQueue) pop() any {
 	q.head++
 	if q.head == len(q.buf) {
 		q.buf, q.head = q.buf[:0], 0
+		if cap(q.buf) > maxIdleQueue {
+			q.buf = nil // a burst's memory is not kept for good
+		}
 	}
 	return msg
 }
