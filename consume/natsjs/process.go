@@ -67,7 +67,10 @@ func (a *Adapter) Handler(ctx context.Context, h HandlerFunc) jetstream.MessageH
 // it in a Messages().Next() or Fetch loop; a message without JetStream
 // metadata (not from a JetStream consumer) is not answered and its error
 // returned, as is a nil adapter or message (an error matching
-// idem.ErrInvalidArgument).
+// idem.ErrInvalidArgument). Process does not recover panics of the user's
+// code outside the handler (Options.Key, Scope, OnVerdict, a logger): such
+// a panic goes on up with the message unanswered and no longer reported in
+// progress, so the server redelivers it after AckWait.
 func (a *Adapter) Process(ctx context.Context, msg jetstream.Msg, h HandlerFunc) (consume.Verdict, error) {
 	if a == nil || msg == nil {
 		err := fmt.Errorf("%w: natsjs: Process with a nil adapter or message", idem.ErrInvalidArgument)
@@ -88,12 +91,23 @@ func (a *Adapter) Process(ctx context.Context, msg jetstream.Msg, h HandlerFunc)
 	if h != nil {
 		fn = func(ctx context.Context) (struct{}, error) { return struct{}{}, h(ctx, m) }
 	}
-	ka := keepAlive(msg, a.o.Progress)
-	_, v := consume.Handle(ctx, a.o.Consumer, d, fn)
-	ka.stop()
+	v := a.handle(ctx, msg, d, fn)
 	ackErr := a.answer(msg, v)
 	a.report(m, v, ackErr)
 	return v, ackErr
+}
+
+// handle runs consume.Handle while msg is reported in progress. The
+// reports stop on every path: consume.Handle does not panic on its own,
+// but a panic from code of the user's it calls (a slog handler, a codec)
+// goes on up unanswered, and the server redelivers the message after
+// AckWait instead of seeing it in progress forever.
+func (a *Adapter) handle(ctx context.Context, msg jetstream.Msg, d consume.Delivery,
+	fn func(context.Context) (struct{}, error)) consume.Verdict {
+	ka := keepAlive(msg, a.o.Progress)
+	defer ka.stop()
+	_, v := consume.Handle(ctx, a.o.Consumer, d, fn)
+	return v
 }
 
 // answer tells the server the verdict about msg.
