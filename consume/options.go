@@ -32,6 +32,8 @@ type Options struct {
 	// Backoff returns the retry delay after a transient error at a
 	// delivery attempt (1 for the first delivery); the answer is clamped to
 	// [MinDelay, MaxDelay].
+	// A Backoff that panics is taken for the default, and a warning is
+	// logged at each such call.
 	// Default: MinDelay doubled per attempt after the first
 	// (MinDelay × 2^(attempt-1)), so up to MaxDelay.
 	Backoff func(attempt int) time.Duration
@@ -133,7 +135,9 @@ func (c *Consumer) Runtime() *idem.Runtime { return c.o.Runtime }
 func (c *Consumer) backoff(attempt int) time.Duration {
 	attempt = max(attempt, 1)
 	if c.o.Backoff != nil {
-		return c.clamp(c.o.Backoff(attempt))
+		if d, ok := c.userBackoff(attempt); ok {
+			return c.clamp(d)
+		}
 	}
 	// Doubling stops before it could pass MaxDelay, so it never overflows
 	// and runs at most about 63 times, whatever the attempt.
@@ -145,6 +149,21 @@ func (c *Consumer) backoff(attempt int) time.Duration {
 		d *= 2
 	}
 	return c.clamp(d)
+}
+
+// userBackoff asks Options.Backoff for the delay at attempt. A Backoff
+// that panics (a table indexed by attempt, say) answers nothing (ok is
+// false, and the default backoff is used) and a warning is logged: Handle
+// does not panic.
+func (c *Consumer) userBackoff(attempt int) (d time.Duration, ok bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			c.o.Logger.Warn("consume: Options.Backoff panicked; the default backoff is used",
+				"attempt", attempt, "panic", fmt.Sprint(r))
+			d, ok = 0, false
+		}
+	}()
+	return c.o.Backoff(attempt), true
 }
 
 // clamp bounds d by MinDelay and MaxDelay.

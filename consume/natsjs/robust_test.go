@@ -16,7 +16,7 @@ import (
 // that consume.Handle calls and cannot vouch for.
 type panicHandler struct{ slog.Handler }
 
-func (panicHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (panicHandler) Enabled(context.Context, slog.Level) bool  { return true }
 func (panicHandler) Handle(context.Context, slog.Record) error { panic("logger broke") }
 
 // A panic that goes through Process (here the consumer's logger, warning
