@@ -210,10 +210,38 @@ func TestBadInputNeverPanics(t *testing.T) {
 	if vd.Decision != consume.Retry || !errors.Is(vd.Err, idem.ErrInvalidArgument) || vd.Delay <= 0 {
 		t.Fatalf("nil consumer: %+v", vd)
 	}
+	want, _ := consume.Key("S/c", "m")
 	_, vd = consume.Handle[int](context.Background(), c, delivery("m", 1), nil)
-	if vd.Decision != consume.Retry || !errors.Is(vd.Err, idem.ErrInvalidArgument) || vd.Delay <= 0 {
-		t.Fatalf("nil function: %+v", vd)
+	if vd.Decision != consume.Retry || !errors.Is(vd.Err, idem.ErrInvalidArgument) || vd.Delay <= 0 || vd.Key != want {
+		t.Fatalf("nil function: %+v, want a retry under key %q", vd, want)
 	}
+	//nolint:staticcheck // a nil context is the point
+	v, vd := consume.Handle(nil, c, delivery("m", 1), func(context.Context) (int, error) { return 1, nil })
+	if v != 1 || vd.Decision != consume.Ack {
+		t.Fatalf("nil context: %v %+v, want it taken for context.Background()", v, vd)
+	}
+}
+
+// A Consumer not built by New has no runtime: every delivery, keyed or
+// not, is a Retry after DefaultMaxDelay (never a Retry with no delay, the
+// hot redelivery loop), and its Runtime is nil, as a nil Consumer's is.
+func TestUnbuiltConsumerRetriesAndNeverPanics(t *testing.T) {
+	var e effect
+	for _, c := range []*consume.Consumer{{}, nil} {
+		for _, key := range []string{"m", ""} {
+			_, vd := consume.Handle(context.Background(), c, delivery(key, 1), e.fn("", nil))
+			if vd.Decision != consume.Retry || vd.Delay != consume.DefaultMaxDelay || !errors.Is(vd.Err, idem.ErrInvalidArgument) {
+				t.Fatalf("consumer %p, key %q: %+v, want a retry after DefaultMaxDelay", c, key, vd)
+			}
+			if want, _ := consume.Key("S/c", key); vd.Key != want {
+				t.Fatalf("consumer %p, key %q: verdict key %q, want %q", c, key, vd.Key, want)
+			}
+		}
+		if rt := c.Runtime(); rt != nil {
+			t.Fatalf("consumer %p: Runtime() = %v, want nil", c, rt)
+		}
+	}
+	e.want(t, 0)
 }
 
 func TestNewRejectsBadOptions(t *testing.T) {

@@ -128,8 +128,14 @@ func (o *Options) fillDefaults() {
 	}
 }
 
-// Runtime returns the consumer's runtime.
-func (c *Consumer) Runtime() *idem.Runtime { return c.o.Runtime }
+// Runtime returns the consumer's runtime: nil for a nil consumer or one
+// not built by [New].
+func (c *Consumer) Runtime() *idem.Runtime {
+	if c == nil {
+		return nil
+	}
+	return c.o.Runtime
+}
 
 // backoff is the delay after a transient error at attempt.
 func (c *Consumer) backoff(attempt int) time.Duration {
