@@ -35,14 +35,30 @@ type Message struct {
 	Key, Scope, IdemKey string
 }
 
-// Data returns the message's payload.
-func (m *Message) Data() []byte { return m.Msg.Data() }
+// Data returns the message's payload (nil for a nil or zero Message).
+func (m *Message) Data() []byte {
+	if m == nil || m.Msg == nil {
+		return nil
+	}
+	return m.Msg.Data()
+}
 
-// Subject returns the subject the message was published on.
-func (m *Message) Subject() string { return m.Msg.Subject() }
+// Subject returns the subject the message was published on ("" for a nil
+// or zero Message).
+func (m *Message) Subject() string {
+	if m == nil || m.Msg == nil {
+		return ""
+	}
+	return m.Msg.Subject()
+}
 
-// Headers returns the message's headers.
-func (m *Message) Headers() nats.Header { return m.Msg.Headers() }
+// Headers returns the message's headers (nil for a nil or zero Message).
+func (m *Message) Headers() nats.Header {
+	if m == nil || m.Msg == nil {
+		return nil
+	}
+	return m.Msg.Headers()
+}
 
 // HandlerFunc handles a message: its effects happen once per message key.
 // An error marked idem.Permanent (or one the runtime's classifier calls
@@ -66,15 +82,20 @@ func (a *Adapter) Handler(ctx context.Context, h HandlerFunc) jetstream.MessageH
 // documentation). It returns the verdict and the error of the answer. Use
 // it in a Messages().Next() or Fetch loop; a message without JetStream
 // metadata (not from a JetStream consumer) is not answered and its error
-// returned, as is a nil adapter or message (an error matching
-// idem.ErrInvalidArgument). Process does not recover panics of the user's
+// returned, as is a nil message or an adapter nil or not built by [New]
+// (an error matching idem.ErrInvalidArgument): the server redelivers such
+// a message after AckWait. A nil ctx is taken for context.Background(). Process does not recover panics of the user's
 // code outside the handler (Options.Key, Scope, OnVerdict, a logger): such
 // a panic goes on up with the message unanswered and no longer reported in
 // progress, so the server redelivers it after AckWait.
 func (a *Adapter) Process(ctx context.Context, msg jetstream.Msg, h HandlerFunc) (consume.Verdict, error) {
-	if a == nil || msg == nil {
-		err := fmt.Errorf("%w: natsjs: Process with a nil adapter or message", idem.ErrInvalidArgument)
+	if a == nil || a.o.Consumer == nil || msg == nil {
+		err := fmt.Errorf("%w: natsjs: Process with a nil message, or an adapter nil or not built by New",
+			idem.ErrInvalidArgument)
 		return consume.Verdict{Err: err}, err
+	}
+	if ctx == nil {
+		ctx = context.Background()
 	}
 	md, err := msg.Metadata()
 	if err != nil {
