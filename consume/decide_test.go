@@ -259,14 +259,31 @@ func TestNewRejectsBadOptions(t *testing.T) {
 			t.Errorf("%s: %v, want ErrInvalidArgument", name, err)
 		}
 	}
-	// A MaxDelay under the default MinDelay lowers MinDelay with it.
-	c, err := consume.New(consume.Options{Runtime: rt, MaxDelay: 30 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, vd := consume.Handle(context.Background(), c, delivery("m", 1), func(context.Context) (int, error) { return 0, errors.New("x") })
-	if vd.Delay != 30*time.Millisecond {
-		t.Fatalf("delay %v", vd.Delay)
+}
+
+// Only one of MinDelay and MaxDelay set: the default of the other gives
+// way to it, and New does not fail.
+func TestOneDelaySetMovesTheOtherDefault(t *testing.T) {
+	rt := idemtest.Runtime(t, idem.Options{})
+	fail := func(context.Context) (int, error) { return 0, errors.New("x") }
+	for _, tc := range []struct {
+		name       string
+		o          consume.Options
+		first, big time.Duration // delays at attempt 1 and at a huge attempt
+	}{
+		{"MaxDelay under the default MinDelay", consume.Options{MaxDelay: 30 * time.Millisecond}, 30 * time.Millisecond, 30 * time.Millisecond},
+		{"MinDelay over the default MaxDelay", consume.Options{MinDelay: time.Minute}, time.Minute, time.Minute},
+	} {
+		tc.o.Runtime = rt
+		c, err := consume.New(tc.o)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		for attempt, want := range map[int]time.Duration{1: tc.first, 1 << 20: tc.big} {
+			if _, vd := consume.Handle(context.Background(), c, delivery("m", attempt), fail); vd.Delay != want {
+				t.Errorf("%s, attempt %d: delay %v, want %v", tc.name, attempt, vd.Delay, want)
+			}
+		}
 	}
 }
 

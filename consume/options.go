@@ -25,7 +25,10 @@ type Options struct {
 	Settle time.Duration
 
 	// MinDelay and MaxDelay bound every retry delay: the transient-error
-	// backoff and the wait for a key held elsewhere.
+	// backoff and the wait for a key held elsewhere. Set both, and MinDelay
+	// must not be over MaxDelay. Set one only, and the default of the other
+	// gives way to it: a MaxDelay under 100ms lowers MinDelay to MaxDelay,
+	// a MinDelay over 30s raises MaxDelay to MinDelay.
 	// Default: 100ms and 30s.
 	MinDelay, MaxDelay time.Duration
 
@@ -78,8 +81,10 @@ type Consumer struct {
 }
 
 // New returns a consumer with opts, or an error matching
-// idem.ErrInvalidArgument for a nil runtime, a negative duration, MinDelay
-// over MaxDelay, or a MissingKey other than Term or Retry.
+// idem.ErrInvalidArgument for a nil runtime, a negative duration, a
+// MinDelay over a MaxDelay when both are set, or a MissingKey other than
+// Term or Retry. When only one of MinDelay and MaxDelay is set, the
+// default of the other is moved to it instead (see Options.MinDelay).
 func New(opts Options) (*Consumer, error) {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: consume.Options.%s", idem.ErrInvalidArgument, fmt.Sprintf(format, args...))
@@ -100,10 +105,10 @@ func New(opts Options) (*Consumer, error) {
 	default:
 		return nil, bad("MissingKey is %v; it must be Term or Retry", opts.MissingKey)
 	}
-	opts.fillDefaults()
-	if opts.MinDelay > opts.MaxDelay {
+	if opts.MaxDelay != 0 && opts.MinDelay > opts.MaxDelay {
 		return nil, bad("MinDelay (%v) is over MaxDelay (%v)", opts.MinDelay, opts.MaxDelay)
 	}
+	opts.fillDefaults() // moves a default delay to the one set, if need be
 	return &Consumer{o: opts}, nil
 }
 
