@@ -210,10 +210,38 @@ func TestBadInputNeverPanics(t *testing.T) {
 	if vd.Decision != consume.Retry || !errors.Is(vd.Err, idem.ErrInvalidArgument) || vd.Delay <= 0 {
 		t.Fatalf("nil consumer: %+v", vd)
 	}
+	want, _ := consume.Key("S/c", "m")
 	_, vd = consume.Handle[int](context.Background(), c, delivery("m", 1), nil)
-	if vd.Decision != consume.Retry || !errors.Is(vd.Err, idem.ErrInvalidArgument) || vd.Delay <= 0 {
-		t.Fatalf("nil function: %+v", vd)
+	if vd.Decision != consume.Retry || !errors.Is(vd.Err, idem.ErrInvalidArgument) || vd.Delay <= 0 || vd.Key != want {
+		t.Fatalf("nil function: %+v, want a retry under key %q", vd, want)
 	}
+	//nolint:staticcheck // a nil context is the point
+	v, vd := consume.Handle(nil, c, delivery("m", 1), func(context.Context) (int, error) { return 1, nil })
+	if v != 1 || vd.Decision != consume.Ack {
+		t.Fatalf("nil context: %v %+v, want it taken for context.Background()", v, vd)
+	}
+}
+
+// A Consumer not built by New has no runtime: every delivery, keyed or
+// not, is a Retry after DefaultMaxDelay (never a Retry with no delay, the
+// hot redelivery loop), and its Runtime is nil, as a nil Consumer's is.
+func TestUnbuiltConsumerRetriesAndNeverPanics(t *testing.T) {
+	var e effect
+	for _, c := range []*consume.Consumer{{}, nil} {
+		for _, key := range []string{"m", ""} {
+			_, vd := consume.Handle(context.Background(), c, delivery(key, 1), e.fn("", nil))
+			if vd.Decision != consume.Retry || vd.Delay != consume.DefaultMaxDelay || !errors.Is(vd.Err, idem.ErrInvalidArgument) {
+				t.Fatalf("consumer %p, key %q: %+v, want a retry after DefaultMaxDelay", c, key, vd)
+			}
+			if want, _ := consume.Key("S/c", key); vd.Key != want {
+				t.Fatalf("consumer %p, key %q: verdict key %q, want %q", c, key, vd.Key, want)
+			}
+		}
+		if rt := c.Runtime(); rt != nil {
+			t.Fatalf("consumer %p: Runtime() = %v, want nil", c, rt)
+		}
+	}
+	e.want(t, 0)
 }
 
 func TestNewRejectsBadOptions(t *testing.T) {
@@ -231,14 +259,31 @@ func TestNewRejectsBadOptions(t *testing.T) {
 			t.Errorf("%s: %v, want ErrInvalidArgument", name, err)
 		}
 	}
-	// A MaxDelay under the default MinDelay lowers MinDelay with it.
-	c, err := consume.New(consume.Options{Runtime: rt, MaxDelay: 30 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, vd := consume.Handle(context.Background(), c, delivery("m", 1), func(context.Context) (int, error) { return 0, errors.New("x") })
-	if vd.Delay != 30*time.Millisecond {
-		t.Fatalf("delay %v", vd.Delay)
+}
+
+// Only one of MinDelay and MaxDelay set: the default of the other gives
+// way to it, and New does not fail.
+func TestOneDelaySetMovesTheOtherDefault(t *testing.T) {
+	rt := idemtest.Runtime(t, idem.Options{})
+	fail := func(context.Context) (int, error) { return 0, errors.New("x") }
+	for _, tc := range []struct {
+		name       string
+		o          consume.Options
+		first, big time.Duration // delays at attempt 1 and at a huge attempt
+	}{
+		{"MaxDelay under the default MinDelay", consume.Options{MaxDelay: 30 * time.Millisecond}, 30 * time.Millisecond, 30 * time.Millisecond},
+		{"MinDelay over the default MaxDelay", consume.Options{MinDelay: time.Minute}, time.Minute, time.Minute},
+	} {
+		tc.o.Runtime = rt
+		c, err := consume.New(tc.o)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		for attempt, want := range map[int]time.Duration{1: tc.first, 1 << 20: tc.big} {
+			if _, vd := consume.Handle(context.Background(), c, delivery("m", attempt), fail); vd.Delay != want {
+				t.Errorf("%s, attempt %d: delay %v, want %v", tc.name, attempt, vd.Delay, want)
+			}
+		}
 	}
 }
 

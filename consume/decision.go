@@ -76,8 +76,8 @@ type Verdict struct {
 	// Replayed (the result was stored already), or idem.NoOutcome when
 	// idem gave no result.
 	Outcome idem.Outcome
-	// Key is the idem key the delivery was handled under ("" when the
-	// delivery had none).
+	// Key is the idem key of the delivery (see [Key]), also when it was
+	// not run; "" when the delivery had no usable key.
 	Key string
 }
 

@@ -65,21 +65,26 @@ func Key(scope, key string) (string, error) {
 //
 // The value fn returns is stored (encoded by the runtime's codec, JSON by
 // default) and given back to duplicates: the first return value of Handle.
-// Handle never panics on bad input: a nil consumer or fn is a Retry with an
-// error matching idem.ErrInvalidArgument (the message is kept for a fixed
-// deployment).
+// Handle never panics on bad input: a nil consumer, one not built by
+// [New] (a zero Consumer), or a nil fn is a Retry with an error matching
+// idem.ErrInvalidArgument (the message is kept for a fixed deployment),
+// after DefaultMaxDelay (the consumer's MaxDelay for a nil fn), with
+// Verdict.Key set when the delivery has a usable key. A nil ctx is taken
+// for context.Background().
 func Handle[T any](ctx context.Context, c *Consumer, d Delivery, fn func(context.Context) (T, error)) (T, Verdict) {
 	var zero T
-	switch {
-	case c == nil:
-		return zero, Verdict{Decision: Retry, Delay: DefaultMaxDelay,
-			Err: fmt.Errorf("%w: consume.Handle with a nil *Consumer", idem.ErrInvalidArgument)}
-	case fn == nil:
-		return zero, Verdict{Decision: Retry, Delay: c.o.MaxDelay,
-			Err: fmt.Errorf("%w: consume.Handle with a nil function", idem.ErrInvalidArgument)}
+	if ctx == nil {
+		ctx = context.Background()
 	}
 	key, err := Key(d.Scope, d.Key)
-	if err != nil {
+	switch {
+	case c == nil || c.o.Runtime == nil:
+		return zero, Verdict{Decision: Retry, Delay: DefaultMaxDelay, Key: key,
+			Err: fmt.Errorf("%w: consume.Handle with a nil *Consumer or one not built by consume.New", idem.ErrInvalidArgument)}
+	case fn == nil:
+		return zero, Verdict{Decision: Retry, Delay: c.o.MaxDelay, Key: key,
+			Err: fmt.Errorf("%w: consume.Handle with a nil function", idem.ErrInvalidArgument)}
+	case err != nil:
 		return zero, c.unkeyed(d, err)
 	}
 	if err := ctx.Err(); err != nil {

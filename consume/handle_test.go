@@ -1,9 +1,11 @@
 package consume_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"log/slog"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -110,6 +112,29 @@ func TestCustomBackoffIsClamped(t *testing.T) {
 		if vd.Decision != consume.Retry || vd.Delay != want {
 			t.Fatalf("attempt %d: %v %v, want retry %v", attempt, vd.Decision, vd.Delay, want)
 		}
+	}
+}
+
+// A Backoff that panics (a table indexed by attempt, too short) is taken
+// for the default backoff, with a warning; Handle does not panic.
+func TestPanickingBackoffFallsBackToTheDefault(t *testing.T) {
+	var logs bytes.Buffer
+	table := []time.Duration{time.Second}
+	c := newConsumer(t, idem.Options{}, consume.Options{MinDelay: 10 * time.Millisecond,
+		Logger:  slog.New(slog.NewTextHandler(&logs, nil)),
+		Backoff: func(attempt int) time.Duration { return table[attempt-1] }})
+	boom := errors.New("boom")
+	var e effect
+	_, vd := consume.Handle(context.Background(), c, delivery("m", 1), e.fn("", boom))
+	if vd.Decision != consume.Retry || vd.Delay != time.Second {
+		t.Fatalf("attempt 1: %+v, want the table's 1s", vd)
+	}
+	_, vd = consume.Handle(context.Background(), c, delivery("m", 3), e.fn("", boom))
+	if vd.Decision != consume.Retry || vd.Delay != 40*time.Millisecond || !errors.Is(vd.Err, boom) {
+		t.Fatalf("attempt 3: %+v, want the default backoff (40ms)", vd)
+	}
+	if !strings.Contains(logs.String(), "Options.Backoff panicked") {
+		t.Fatalf("no warning logged:\n%s", logs.String())
 	}
 }
 

@@ -25,13 +25,18 @@ type Options struct {
 	Settle time.Duration
 
 	// MinDelay and MaxDelay bound every retry delay: the transient-error
-	// backoff and the wait for a key held elsewhere.
+	// backoff and the wait for a key held elsewhere. Set both, and MinDelay
+	// must not be over MaxDelay. Set one only, and the default of the other
+	// gives way to it: a MaxDelay under 100ms lowers MinDelay to MaxDelay,
+	// a MinDelay over 30s raises MaxDelay to MinDelay.
 	// Default: 100ms and 30s.
 	MinDelay, MaxDelay time.Duration
 
 	// Backoff returns the retry delay after a transient error at a
 	// delivery attempt (1 for the first delivery); the answer is clamped to
 	// [MinDelay, MaxDelay].
+	// A Backoff that panics is taken for the default, and a warning is
+	// logged at each such call.
 	// Default: MinDelay doubled per attempt after the first
 	// (MinDelay × 2^(attempt-1)), so up to MaxDelay.
 	Backoff func(attempt int) time.Duration
@@ -76,8 +81,10 @@ type Consumer struct {
 }
 
 // New returns a consumer with opts, or an error matching
-// idem.ErrInvalidArgument for a nil runtime, a negative duration, MinDelay
-// over MaxDelay, or a MissingKey other than Term or Retry.
+// idem.ErrInvalidArgument for a nil runtime, a negative duration, a
+// MinDelay over a MaxDelay when both are set, or a MissingKey other than
+// Term or Retry. When only one of MinDelay and MaxDelay is set, the
+// default of the other is moved to it instead (see Options.MinDelay).
 func New(opts Options) (*Consumer, error) {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: consume.Options.%s", idem.ErrInvalidArgument, fmt.Sprintf(format, args...))
@@ -98,10 +105,10 @@ func New(opts Options) (*Consumer, error) {
 	default:
 		return nil, bad("MissingKey is %v; it must be Term or Retry", opts.MissingKey)
 	}
-	opts.fillDefaults()
-	if opts.MinDelay > opts.MaxDelay {
+	if opts.MaxDelay != 0 && opts.MinDelay > opts.MaxDelay {
 		return nil, bad("MinDelay (%v) is over MaxDelay (%v)", opts.MinDelay, opts.MaxDelay)
 	}
+	opts.fillDefaults() // moves a default delay to the one set, if need be
 	return &Consumer{o: opts}, nil
 }
 
@@ -126,14 +133,22 @@ func (o *Options) fillDefaults() {
 	}
 }
 
-// Runtime returns the consumer's runtime.
-func (c *Consumer) Runtime() *idem.Runtime { return c.o.Runtime }
+// Runtime returns the consumer's runtime: nil for a nil consumer or one
+// not built by [New].
+func (c *Consumer) Runtime() *idem.Runtime {
+	if c == nil {
+		return nil
+	}
+	return c.o.Runtime
+}
 
 // backoff is the delay after a transient error at attempt.
 func (c *Consumer) backoff(attempt int) time.Duration {
 	attempt = max(attempt, 1)
 	if c.o.Backoff != nil {
-		return c.clamp(c.o.Backoff(attempt))
+		if d, ok := c.userBackoff(attempt); ok {
+			return c.clamp(d)
+		}
 	}
 	// Doubling stops before it could pass MaxDelay, so it never overflows
 	// and runs at most about 63 times, whatever the attempt.
@@ -145,6 +160,21 @@ func (c *Consumer) backoff(attempt int) time.Duration {
 		d *= 2
 	}
 	return c.clamp(d)
+}
+
+// userBackoff asks Options.Backoff for the delay at attempt. A Backoff
+// that panics (a table indexed by attempt, say) answers nothing (ok is
+// false, and the default backoff is used) and a warning is logged: Handle
+// does not panic.
+func (c *Consumer) userBackoff(attempt int) (d time.Duration, ok bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			c.o.Logger.Warn("consume: Options.Backoff panicked; the default backoff is used",
+				"attempt", attempt, "panic", fmt.Sprint(r))
+			d, ok = 0, false
+		}
+	}()
+	return c.o.Backoff(attempt), true
 }
 
 // clamp bounds d by MinDelay and MaxDelay.

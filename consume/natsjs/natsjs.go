@@ -100,8 +100,8 @@ type Adapter struct {
 }
 
 // New returns an adapter with opts, or an error matching
-// idem.ErrInvalidArgument (a nil Consumer, a negative duration, Progress
-// not shorter than AckWait). It cannot check the consumer the messages
+// idem.ErrInvalidArgument (a nil Consumer or one not built by
+// consume.New, a negative duration, Progress not shorter than AckWait). It cannot check the consumer the messages
 // come from: give it only the messages of a consumer with
 // AckExplicitPolicy (see [ForConsumer], which checks), and that
 // consumer's AckWait in Options.AckWait.
@@ -111,6 +111,9 @@ func New(opts Options) (*Adapter, error) {
 	}
 	if opts.Consumer == nil {
 		return nil, bad("Consumer is nil")
+	}
+	if opts.Consumer.Runtime() == nil {
+		return nil, bad("Consumer was not built by consume.New (it has no runtime)")
 	}
 	for _, d := range []struct {
 		name string

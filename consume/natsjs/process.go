@@ -35,14 +35,30 @@ type Message struct {
 	Key, Scope, IdemKey string
 }
 
-// Data returns the message's payload.
-func (m *Message) Data() []byte { return m.Msg.Data() }
+// Data returns the message's payload (nil for a nil or zero Message).
+func (m *Message) Data() []byte {
+	if m == nil || m.Msg == nil {
+		return nil
+	}
+	return m.Msg.Data()
+}
 
-// Subject returns the subject the message was published on.
-func (m *Message) Subject() string { return m.Msg.Subject() }
+// Subject returns the subject the message was published on ("" for a nil
+// or zero Message).
+func (m *Message) Subject() string {
+	if m == nil || m.Msg == nil {
+		return ""
+	}
+	return m.Msg.Subject()
+}
 
-// Headers returns the message's headers.
-func (m *Message) Headers() nats.Header { return m.Msg.Headers() }
+// Headers returns the message's headers (nil for a nil or zero Message).
+func (m *Message) Headers() nats.Header {
+	if m == nil || m.Msg == nil {
+		return nil
+	}
+	return m.Msg.Headers()
+}
 
 // HandlerFunc handles a message: its effects happen once per message key.
 // An error marked idem.Permanent (or one the runtime's classifier calls
@@ -66,12 +82,20 @@ func (a *Adapter) Handler(ctx context.Context, h HandlerFunc) jetstream.MessageH
 // documentation). It returns the verdict and the error of the answer. Use
 // it in a Messages().Next() or Fetch loop; a message without JetStream
 // metadata (not from a JetStream consumer) is not answered and its error
-// returned, as is a nil adapter or message (an error matching
-// idem.ErrInvalidArgument).
+// returned, as is a nil message or an adapter nil or not built by [New]
+// (an error matching idem.ErrInvalidArgument): the server redelivers such
+// a message after AckWait. A nil ctx is taken for context.Background(). Process does not recover panics of the user's
+// code outside the handler (Options.Key, Scope, OnVerdict, a logger): such
+// a panic goes on up with the message unanswered and no longer reported in
+// progress, so the server redelivers it after AckWait.
 func (a *Adapter) Process(ctx context.Context, msg jetstream.Msg, h HandlerFunc) (consume.Verdict, error) {
-	if a == nil || msg == nil {
-		err := fmt.Errorf("%w: natsjs: Process with a nil adapter or message", idem.ErrInvalidArgument)
+	if a == nil || a.o.Consumer == nil || msg == nil {
+		err := fmt.Errorf("%w: natsjs: Process with a nil message, or an adapter nil or not built by New",
+			idem.ErrInvalidArgument)
 		return consume.Verdict{Err: err}, err
+	}
+	if ctx == nil {
+		ctx = context.Background()
 	}
 	md, err := msg.Metadata()
 	if err != nil {
@@ -88,12 +112,23 @@ func (a *Adapter) Process(ctx context.Context, msg jetstream.Msg, h HandlerFunc)
 	if h != nil {
 		fn = func(ctx context.Context) (struct{}, error) { return struct{}{}, h(ctx, m) }
 	}
-	ka := keepAlive(msg, a.o.Progress)
-	_, v := consume.Handle(ctx, a.o.Consumer, d, fn)
-	ka.stop()
+	v := a.handle(ctx, msg, d, fn)
 	ackErr := a.answer(msg, v)
 	a.report(m, v, ackErr)
 	return v, ackErr
+}
+
+// handle runs consume.Handle while msg is reported in progress. The
+// reports stop on every path: consume.Handle does not panic on its own,
+// but a panic from code of the user's it calls (a slog handler, a codec)
+// goes on up unanswered, and the server redelivers the message after
+// AckWait instead of seeing it in progress forever.
+func (a *Adapter) handle(ctx context.Context, msg jetstream.Msg, d consume.Delivery,
+	fn func(context.Context) (struct{}, error)) consume.Verdict {
+	ka := keepAlive(msg, a.o.Progress)
+	defer ka.stop()
+	_, v := consume.Handle(ctx, a.o.Consumer, d, fn)
+	return v
 }
 
 // answer tells the server the verdict about msg.
