@@ -118,6 +118,7 @@ func ratioTarget(cfg Config, results []Result, name, goal, scenario, a, b string
 		t.Ratio = ra.Throughput / rb.Throughput
 		t.Met = t.Ratio >= least
 		t.Measured = fmt.Sprintf("%s %s vs %s %s", a, rate(ra.Throughput), b, rate(rb.Throughput))
+		requireClean(&t, ra, rb)
 	}
 	return t
 }
@@ -144,6 +145,7 @@ func pipelineTarget(cfg Config, results []Result, rb *redisBenchResult) Target {
 		t.Met = t.Ratio >= 0.8
 		t.Measured = fmt.Sprintf("idem %s requests/s vs redis-benchmark %s claims/s pipelined (ceiling %s requests/s)",
 			si(r.Throughput), si(rb.claimsPerSec), si(ceiling))
+		requireClean(&t, r)
 	}
 	return t
 }

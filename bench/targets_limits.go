@@ -46,14 +46,16 @@ func redisCPUTarget(cfg Config, results []Result) Target {
 		t.Measured = fmt.Sprintf("%s per request on %s (scripts and SET NX claims; %s script calls per request, %s each); used_cpu, background work included: %s",
 			micros(c.StatsPerRequestUS), st, decimal(float64(c.ScriptCalls)/float64(r.Calls)), micros(c.PerScriptCallUS),
 			micros(c.PerRequestUS))
+		requireClean(&t, r)
 	}
 	return t
 }
 
-// exactlyOnce reports whether r ran every key once, and got its settle
-// measured.
+// exactlyOnce reports whether r ran every key once, without an error or a
+// wrong result, and got its settle measured.
 func exactlyOnce(r *Result) bool {
-	return r.Executions == r.KeysCompleted && r.RanTwiceCount == 0 && r.Settle.Count > 0
+	return r.Executions == r.KeysCompleted && r.RanTwiceCount == 0 && r.Errors == 0 && r.WrongResults == 0 &&
+		r.Settle.Count > 0
 }
 
 // onceText says how many times r's keys ran.
@@ -84,6 +86,7 @@ func stormTarget(cfg Config, results []Result) Target {
 		if p := find(results, st, "storm", "poll"); p != nil && p.Settle.Count > 0 {
 			t.Measured += fmt.Sprintf(" (poll baseline %s)", micros(p.Settle.P99))
 		}
+		requireClean(&t, r, sf)
 	}
 	return t
 }
@@ -112,6 +115,7 @@ func xstormTarget(cfg Config, results []Result) Target {
 		if p := find(results, st, "xstorm", "poll"); p != nil && p.Settle.Count > 0 {
 			t.Measured += fmt.Sprintf(" (poll every %s: p99 %s)", duration(cfg.PollInterval), micros(p.Settle.P99))
 		}
+		requireClean(&t, r)
 	}
 	return t
 }
@@ -138,6 +142,7 @@ func memUniqueTarget(cfg Config, results []Result, workload float64) Target {
 		t.Met = t.Ratio >= memUniqueLeast && own <= memUniqueAllocs
 		t.Measured = fmt.Sprintf("idem %s, %s allocs/op vs singleflight+LRU %s, %s allocs/op (less the workload's own %s)",
 			rate(r.Throughput), decimal(own), rate(sf.Throughput), decimal(max(sf.AllocsPerOp-workload, 0)), decimal(workload))
+		requireClean(&t, r, sf)
 	}
 	return t
 }
