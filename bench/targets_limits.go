@@ -92,11 +92,13 @@ func stormTarget(cfg Config, results []Result) Target {
 }
 
 // xstormTarget is met when idem, with instances sharing Redis, ran each
-// key once and released the duplicates within xstormSettleLimitUS (p99)
-// of the owner's completion.
+// key once and released the duplicates on other instances than the
+// owner's within xstormSettleLimitUS (p99) of the owner's completion. Those
+// on the owner's instance are released in-process, sooner: counted in, they
+// lowered the p99 by about a tenth; they are printed apart.
 func xstormTarget(cfg Config, results []Result) Target {
 	t := Target{Name: "duplicates on instances sharing Redis",
-		Goal: fmt.Sprintf("one execution per key; settle p99 after the owner completes < %s, %d instances; ratio: p99 / limit",
+		Goal: fmt.Sprintf("one execution per key; settle p99 on other instances after the owner completes < %s, %d instances; ratio: p99 / limit",
 			micros(xstormSettleLimitUS), cfg.Instances)}
 	st := ranOn(cfg, "redis")
 	r := find(results, st, "xstorm", "idem")
@@ -105,15 +107,19 @@ func xstormTarget(cfg Config, results []Result) Target {
 		t.Skipped = needsStore("redis")
 	case r == nil:
 		t.Skipped = needsRuns("xstorm", "idem")
-	case r.Settle.Count == 0:
-		t.Skipped = "no duplicate waited: no settle measured"
+	case r.SettleOther == nil || r.SettleOther.Count == 0:
+		t.Skipped = "no duplicate on another instance than the owner's waited: no settle measured"
 	default:
-		t.Ratio = r.Settle.P99 / xstormSettleLimitUS
-		t.Met = exactlyOnce(r) && r.Settle.P99 < xstormSettleLimitUS
-		t.Measured = fmt.Sprintf("%s on %s; settle p50 %s, p99 %s, max %s over %s duplicates",
-			onceText(r), st, micros(r.Settle.P50), micros(r.Settle.P99), micros(r.Settle.Max), count(r.Settle.Count))
-		if p := find(results, st, "xstorm", "poll"); p != nil && p.Settle.Count > 0 {
-			t.Measured += fmt.Sprintf(" (poll every %s: p99 %s)", duration(cfg.PollInterval), micros(p.Settle.P99))
+		o, same := r.SettleOther, r.SettleSame
+		t.Ratio = o.P99 / xstormSettleLimitUS
+		t.Met = exactlyOnce(r) && o.P99 < xstormSettleLimitUS
+		t.Measured = fmt.Sprintf("%s on %s; other instances p50 %s, p99 %s, max %s over %s duplicates",
+			onceText(r), st, micros(o.P50), micros(o.P99), micros(o.Max), count(o.Count))
+		if same != nil && same.Count > 0 {
+			t.Measured += fmt.Sprintf("; same instance p99 %s over %s", micros(same.P99), count(same.Count))
+		}
+		if p := find(results, st, "xstorm", "poll"); p != nil && p.SettleOther != nil && p.SettleOther.Count > 0 {
+			t.Measured += fmt.Sprintf(" (poll every %s: other instances p99 %s)", duration(cfg.PollInterval), micros(p.SettleOther.P99))
 		}
 		requireClean(&t, r)
 	}

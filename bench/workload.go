@@ -27,6 +27,7 @@ type keySlot struct {
 	execs  atomic.Int32
 	ok     atomic.Bool  // some call got the key's result
 	doneAt atomic.Int64 // Unix ns
+	owner  atomic.Int32 // 1 + the instance whose execution set doneAt (xstorm)
 }
 
 func newTracker() *tracker { return &tracker{pages: make([]atomic.Pointer[keyPage], 1<<16)} }
@@ -62,12 +63,19 @@ type worker struct {
 	// xstorm scenario a duplicate on another instance may find the result
 	// stored already.
 	settleAny bool
-	calls     atomic.Int64
-	errors    int64
-	wrong     int64
-	outs      [4]int64
-	_         [64]byte
-	lastErr   error
+	// inst is the instance the worker calls (xstorm); settleOther and
+	// settleSame split its settle latencies by whether the owner's
+	// execution ran on another instance or on inst, where the duplicate is
+	// released in-process.
+	inst        int32
+	settleOther hist
+	settleSame  hist
+	calls       atomic.Int64
+	errors      int64
+	wrong       int64
+	outs        [4]int64
+	_           [64]byte
+	lastErr     error
 }
 
 func newWorker(tr *tracker, work time.Duration) *worker {
@@ -84,6 +92,7 @@ func (w *worker) run(context.Context) (receipt, error) {
 	if w.work > 0 {
 		time.Sleep(w.work)
 	}
+	s.owner.Store(w.inst + 1)
 	s.doneAt.Store(time.Now().UnixNano())
 	return receipt{ID: keyString("rcpt-", w.id), Amount: 4200}, nil
 }
@@ -112,8 +121,9 @@ func (w *worker) call(ctx context.Context, sys system, prefix string, id int64, 
 		slot.ok.Store(true)
 	}
 	if out == joined || (w.settleAny && out == replayed) {
+		owner := slot.owner.Load()
 		if done := slot.doneAt.Load(); done > 0 {
-			w.settle.record(end.Sub(time.Unix(0, done)))
+			w.recordSettle(end.Sub(time.Unix(0, done)), owner)
 		}
 	}
 }
@@ -285,7 +295,7 @@ func (r *run) parallel(n int, work time.Duration, body func(*worker, *rand.Rand)
 // resetMeasurements drops what the warm-up recorded (not the executions).
 func (r *run) resetMeasurements() {
 	for _, w := range r.workers {
-		w.lat, w.settle = hist{}, hist{}
+		w.lat, w.settle, w.settleOther, w.settleSame = hist{}, hist{}, hist{}, hist{}
 		w.calls.Store(0)
 		w.errors, w.wrong, w.outs, w.lastErr = 0, 0, [4]int64{}, nil
 	}
@@ -323,12 +333,14 @@ func (r *run) startProgress() func() {
 
 // result sums the workers' measurements and checks every key ran once.
 func (r *run) result(elapsed time.Duration, before, after *runtime.MemStats) Result {
-	var lat, settle hist
+	var lat, settle, other, same hist
 	res := Result{Scenario: r.scenario, System: r.sys.name(), Store: r.cfg.Store, Seconds: elapsed.Seconds(),
 		Outcomes: map[string]int64{}}
 	for _, w := range r.workers {
 		lat.merge(&w.lat)
 		settle.merge(&w.settle)
+		other.merge(&w.settleOther)
+		same.merge(&w.settleSame)
 		res.Calls += w.calls.Load()
 		res.Errors += w.errors
 		res.WrongResults += w.wrong
@@ -343,6 +355,10 @@ func (r *run) result(elapsed time.Duration, before, after *runtime.MemStats) Res
 	}
 	res.Throughput = float64(res.Calls) / elapsed.Seconds()
 	res.Latency, res.Settle = lat.summary(), settle.summary()
+	if r.scenario == "xstorm" {
+		o, sm := other.summary(), same.summary()
+		res.SettleOther, res.SettleSame = &o, &sm
+	}
 	limit := r.maxID
 	if r.scenario == "replay" || r.scenario == "zipf" {
 		limit = max(limit, int64(r.cfg.Keys))
