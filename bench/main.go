@@ -270,6 +270,10 @@ func printFailures(w io.Writer, results []Result) {
 		if r.WrongResults > 0 {
 			fmt.Fprintf(w, "\n%s/%s: %s calls got a wrong result: %s\n", r.Scenario, r.System, count(r.WrongResults), r.FirstError)
 		}
+		if r.NegativeSettles > 0 {
+			fmt.Fprintf(w, "\n%s/%s: %s settle samples came out negative (a later execution of the key returned after the duplicate), counted as 0\n",
+				r.Scenario, r.System, count(r.NegativeSettles))
+		}
 	}
 }
 

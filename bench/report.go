@@ -62,6 +62,10 @@ type Result struct {
 	// owner's own instance (released in-process, sooner).
 	SettleOther *Latency `json:"settle_other_instances,omitempty"`
 	SettleSame  *Latency `json:"settle_same_instance,omitempty"`
+	// NegativeSettles counts the settle samples recorded as 0 because
+	// they came out negative: the key ran again, and that later execution
+	// returned after the duplicate did (a key run twice).
+	NegativeSettles int64 `json:"negative_settles,omitempty"`
 
 	// Executions of the function, and distinct keys completed; a correct
 	// system has Executions == KeysCompleted.

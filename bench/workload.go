@@ -12,6 +12,15 @@ import (
 	"time"
 )
 
+// epoch is what the tracker's doneAt counts from: durations since it use the
+// monotonic clock, which a Unix-ns timestamp (wall time) does not carry,
+// so a clock step during a run cannot skew the settle latencies.
+var epoch = time.Now()
+
+// sinceEpoch is now as the tracker's doneAt holds it, never 0 (0 is "not
+// done yet").
+func sinceEpoch() int64 { return max(int64(time.Since(epoch)), 1) }
+
 // tracker counts the executions of each key of a run and when each key's
 // function last returned, indexed by key id. Pages are created on demand.
 type tracker struct {
@@ -26,7 +35,7 @@ type keyPage [1 << pageBits]keySlot
 type keySlot struct {
 	execs  atomic.Int32
 	ok     atomic.Bool  // some call got the key's result
-	doneAt atomic.Int64 // Unix ns
+	doneAt atomic.Int64 // ns since epoch, monotonic
 	owner  atomic.Int32 // 1 + the instance whose execution set doneAt (xstorm)
 }
 
@@ -71,11 +80,15 @@ type worker struct {
 	settleOther hist
 	settleSame  hist
 	calls       atomic.Int64
-	errors      int64
-	wrong       int64
-	outs        [4]int64
-	_           [64]byte
-	lastErr     error
+	// negSettle counts the settle samples that came out negative, recorded
+	// as 0: another execution of the key (a key run twice) returned after
+	// this duplicate had and overwrote doneAt.
+	negSettle int64
+	errors    int64
+	wrong     int64
+	outs      [4]int64
+	_         [64]byte
+	lastErr   error
 }
 
 func newWorker(tr *tracker, work time.Duration) *worker {
@@ -93,7 +106,7 @@ func (w *worker) run(context.Context) (receipt, error) {
 		time.Sleep(w.work)
 	}
 	s.owner.Store(w.inst + 1)
-	s.doneAt.Store(time.Now().UnixNano())
+	s.doneAt.Store(sinceEpoch())
 	return receipt{ID: keyString("rcpt-", w.id), Amount: 4200}, nil
 }
 
@@ -123,7 +136,7 @@ func (w *worker) call(ctx context.Context, sys system, prefix string, id int64, 
 	if out == joined || (w.settleAny && out == replayed) {
 		owner := slot.owner.Load()
 		if done := slot.doneAt.Load(); done > 0 {
-			w.recordSettle(end.Sub(time.Unix(0, done)), owner)
+			w.recordSettle(end.Sub(epoch)-time.Duration(done), owner)
 		}
 	}
 }
@@ -297,7 +310,7 @@ func (r *run) resetMeasurements() {
 	for _, w := range r.workers {
 		w.lat, w.settle, w.settleOther, w.settleSame = hist{}, hist{}, hist{}, hist{}
 		w.calls.Store(0)
-		w.errors, w.wrong, w.outs, w.lastErr = 0, 0, [4]int64{}, nil
+		w.errors, w.wrong, w.outs, w.lastErr, w.negSettle = 0, 0, [4]int64{}, nil, 0
 	}
 }
 
@@ -344,6 +357,7 @@ func (r *run) result(elapsed time.Duration, before, after *runtime.MemStats) Res
 		res.Calls += w.calls.Load()
 		res.Errors += w.errors
 		res.WrongResults += w.wrong
+		res.NegativeSettles += w.negSettle
 		if w.lastErr != nil && res.FirstError == "" {
 			res.FirstError = w.lastErr.Error()
 		}

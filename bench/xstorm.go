@@ -144,7 +144,13 @@ func (r *run) xstorm(ctx context.Context, deadline time.Time) {
 // recordSettle records a duplicate's settle latency d; in the xstorm
 // scenario (settleAny), also by where the execution it waited for ran:
 // owner is 1 + that instance, as the tracker noted it.
+// A negative d (doneAt overwritten by a later execution of the key) is
+// recorded as 0 and counted.
 func (w *worker) recordSettle(d time.Duration, owner int32) {
+	if d < 0 {
+		d = 0
+		w.negSettle++
+	}
 	w.settle.record(d)
 	if !w.settleAny {
 		return

@@ -22,3 +22,23 @@ func TestRecordSettleByInstance(t *testing.T) {
 		t.Fatalf("outside xstorm: %+v", plain)
 	}
 }
+
+// A negative settle sample (a later execution of the key overwrote doneAt)
+// is recorded as 0 and counted, not added to the mean as a negative.
+func TestRecordSettleNegative(t *testing.T) {
+	w := &worker{}
+	w.recordSettle(-5*time.Millisecond, 1)
+	w.recordSettle(2*time.Millisecond, 1)
+	if w.negSettle != 1 || w.settle.n != 2 || w.settle.sum != float64(2*time.Millisecond) {
+		t.Fatalf("negative %d, n %d, sum %v", w.negSettle, w.settle.n, w.settle.sum)
+	}
+}
+
+// doneAt holds monotonic ns since epoch, never 0.
+func TestSinceEpoch(t *testing.T) {
+	a := sinceEpoch()
+	time.Sleep(time.Millisecond)
+	if b := sinceEpoch(); a <= 0 || b-a < int64(time.Millisecond) {
+		t.Fatalf("%d then %d", a, b)
+	}
+}
