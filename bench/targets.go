@@ -130,13 +130,13 @@ func pipelineTarget(cfg Config, results []Result, rb *redisBenchResult) Target {
 	switch r := find(results, ranOn(cfg, "redis"), "unique", "idem"); {
 	case ranOn(cfg, "redis") == "":
 		t.Skipped = needsStore("redis")
+	case r == nil:
+		t.Skipped = needsRuns("unique", "idem")
 	case rb == nil || rb.err != nil:
 		t.Skipped = "redis-benchmark did not run (-redis-benchmark, single node)"
 		if rb != nil {
 			t.Skipped += ": " + rb.err.Error()
 		}
-	case r == nil:
-		t.Skipped = needsRuns("unique", "idem")
 	default:
 		// A request is a claim and a finish script of about the same
 		// server cost, so the pipelined ceiling is half the claim rate.

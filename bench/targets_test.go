@@ -184,3 +184,15 @@ func TestXStormTargetOtherInstances(t *testing.T) {
 		t.Errorf("no duplicate on another instance: %+v", tg)
 	}
 }
+
+// Without idem's unique run, the pipelining target asks for it first,
+// whether redis-benchmark ran or not.
+func TestPipelineTargetNeedsUniqueFirst(t *testing.T) {
+	res := redisResults("redis")[3:]
+	for _, rb := range []*redisBenchResult{nil, {claimsPerSec: 90000}} {
+		tg := targetByName(t, targets(storeConfig("redis"), res, rb, 2), "Redis unique keys vs redis-benchmark")
+		if tg.Skipped != "needs -scenarios unique with -systems idem" {
+			t.Errorf("redis-benchmark %+v: %+v", rb, tg)
+		}
+	}
+}
