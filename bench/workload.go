@@ -12,52 +12,6 @@ import (
 	"time"
 )
 
-// epoch is what the tracker's doneAt counts from: durations since it use the
-// monotonic clock, which a Unix-ns timestamp (wall time) does not carry,
-// so a clock step during a run cannot skew the settle latencies.
-var epoch = time.Now()
-
-// sinceEpoch is now as the tracker's doneAt holds it, never 0 (0 is "not
-// done yet").
-func sinceEpoch() int64 { return max(int64(time.Since(epoch)), 1) }
-
-// tracker counts the executions of each key of a run and when each key's
-// function last returned, indexed by key id. Pages are created on demand.
-type tracker struct {
-	mu    sync.Mutex
-	pages []atomic.Pointer[keyPage]
-}
-
-const pageBits = 12
-
-type keyPage [1 << pageBits]keySlot
-
-type keySlot struct {
-	execs  atomic.Int32
-	ok     atomic.Bool  // some call got the key's result
-	doneAt atomic.Int64 // ns since epoch, monotonic
-	owner  atomic.Int32 // 1 + the instance whose execution set doneAt (xstorm)
-}
-
-func newTracker() *tracker { return &tracker{pages: make([]atomic.Pointer[keyPage], 1<<16)} }
-
-func (t *tracker) slot(id int64) *keySlot {
-	pi := id >> pageBits
-	if pi >= int64(len(t.pages)) {
-		panic(fmt.Sprintf("bench: key id %d beyond the tracker's capacity; shorten -duration", id))
-	}
-	p := t.pages[pi].Load()
-	if p == nil {
-		t.mu.Lock()
-		if p = t.pages[pi].Load(); p == nil {
-			p = new(keyPage)
-			t.pages[pi].Store(p)
-		}
-		t.mu.Unlock()
-	}
-	return &p[id&(1<<pageBits-1)]
-}
-
 // worker is one caller goroutine's state: its function (bound once, so that
 // calls allocate nothing for it) and its measurements.
 type worker struct {
@@ -89,6 +43,7 @@ type worker struct {
 	outs      [4]int64
 	_         [64]byte
 	lastErr   error
+	rng       *rand.Rand
 }
 
 func newWorker(tr *tracker, work time.Duration) *worker {
@@ -157,18 +112,45 @@ type run struct {
 
 func (r *run) newWorker(work time.Duration) *worker {
 	w := newWorker(r.tr, work)
+	w.rng = rand.New(rand.NewPCG(uint64(len(r.workers)), uint64(time.Now().UnixNano())))
 	r.workers = append(r.workers, w)
 	return w
+}
+
+// setupWorkers creates the scenario's workers.
+func (r *run) setupWorkers() {
+	n, work := r.cfg.Concurrency, r.cfg.Work
+	switch r.scenario {
+	case "slow":
+		work = r.cfg.SlowWork
+	case "storm":
+		n, work = r.cfg.StormSize, r.cfg.StormWork
+	case "xstorm":
+		n, work = r.cfg.XStormSize, r.cfg.StormWork
+	}
+	insts := 1
+	if m, ok := r.sys.(*multiSystem); ok {
+		insts = len(m.insts)
+	}
+	for i := range n {
+		w := r.newWorker(work)
+		if r.scenario == "xstorm" {
+			w.settleAny, w.inst = true, int32(i%insts)
+		}
+	}
 }
 
 // execute runs the scenario for the configured duration and returns its
 // result.
 func (r *run) execute(ctx context.Context) (Result, error) {
+	// The harness's own setup (workers, progress, the Redis meter's INFO)
+	// comes before the allocations window opens.
+	r.setupWorkers()
+	stopProgress := r.startProgress()
+	r.meter.start(ctx)
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	stopProgress := r.startProgress()
-	r.meter.start(ctx)
 	start := time.Now()
 	deadline := start.Add(r.cfg.Duration)
 	switch r.scenario {
@@ -268,10 +250,7 @@ func (r *run) slow(ctx context.Context, deadline time.Time) {
 // storm releases -storm callers at once on one new key, round after round
 // until deadline (at least one round).
 func (r *run) storm(ctx context.Context, deadline time.Time) {
-	ws := make([]*worker, r.cfg.StormSize)
-	for i := range ws {
-		ws[i] = r.newWorker(r.cfg.StormWork)
-	}
+	ws := r.workers
 	for rounds := 0; rounds == 0 || time.Now().Before(deadline); rounds++ {
 		id := r.nextID.Add(1)
 		release := make(chan struct{})
@@ -298,9 +277,8 @@ func (r *run) parallel(n int, work time.Duration, body func(*worker, *rand.Rand)
 		}
 	}
 	var wg sync.WaitGroup
-	for i, w := range r.workers {
-		rng := rand.New(rand.NewPCG(uint64(i), uint64(time.Now().UnixNano())))
-		wg.Go(func() { body(w, rng) })
+	for _, w := range r.workers {
+		wg.Go(func() { body(w, w.rng) })
 	}
 	wg.Wait()
 }

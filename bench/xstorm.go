@@ -116,12 +116,7 @@ func (r *run) xstorm(ctx context.Context, deadline time.Time) {
 	if !ok {
 		m = &multiSystem{insts: []system{r.sys}}
 	}
-	ws := make([]*worker, r.cfg.XStormSize)
-	for i := range ws {
-		ws[i] = r.newWorker(r.cfg.StormWork)
-		ws[i].settleAny = true
-		ws[i].inst = int32(i % len(m.insts))
-	}
+	ws := r.workers // setupWorkers: worker i calls instance i % instances
 	for rounds := 0; rounds == 0 || time.Now().Before(deadline); rounds++ {
 		id := r.nextID.Add(1)
 		release := make(chan struct{})
