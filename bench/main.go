@@ -36,6 +36,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -242,13 +243,22 @@ func openPostgres(ctx context.Context, cfg Config) (*pgxpool.Pool, string, error
 }
 
 // redisBenchmark runs redis-benchmark on the claim script when the store
-// is Redis and -redis-benchmark is on; otherwise it returns nil.
+// is Redis, -redis-benchmark is on and idem ran the unique scenario, the
+// one run its target compares with; otherwise it returns nil. It deletes
+// the keys it wrote.
 func redisBenchmark(ctx context.Context, e *env) *redisBenchResult {
-	if len(e.cfg.RedisAddrs) == 0 || !e.cfg.RedisBench {
+	cfg := e.cfg
+	if len(cfg.RedisAddrs) == 0 || !cfg.RedisBench || !slices.Contains(cfg.Scenarios, "unique") ||
+		!slices.Contains(cfg.Systems, "idem") {
 		return nil
 	}
 	client := e.redisClient()
-	rb := runRedisBenchmark(ctx, e.cfg, loadInto(client))
+	rb := runRedisBenchmark(ctx, cfg, loadInto(client))
+	if cfg.Store == "redis" {
+		if err := unlinkMatching(ctx, client, redisBenchKeys); err != nil {
+			fmt.Fprintln(os.Stderr, "bench: deleting redis-benchmark's keys:", err)
+		}
+	}
 	client.Close()
 	if rb.err == nil {
 		fmt.Printf("\nredis-benchmark, claim script pipelined (-c 50 -P 16): %s claims/s\n", si(rb.claimsPerSec))
@@ -269,6 +279,10 @@ func printFailures(w io.Writer, results []Result) {
 		}
 		if r.WrongResults > 0 {
 			fmt.Fprintf(w, "\n%s/%s: %s calls got a wrong result: %s\n", r.Scenario, r.System, count(r.WrongResults), r.FirstError)
+		}
+		if r.NegativeSettles > 0 {
+			fmt.Fprintf(w, "\n%s/%s: %s settle samples came out negative (a later execution of the key returned after the duplicate), counted as 0\n",
+				r.Scenario, r.System, count(r.NegativeSettles))
 		}
 	}
 }

@@ -127,6 +127,10 @@ func checkReport(t *testing.T, rep Report, results int) {
 		if r.Scenario == "xstorm" && (r.Settle.Count == 0 || r.Settle.Max < r.Settle.P99 || r.Store == "memory") {
 			t.Errorf("xstorm/%s on %s: settle %+v", r.System, r.Store, r.Settle)
 		}
+		if r.Scenario == "xstorm" && (r.SettleOther == nil || r.SettleSame == nil ||
+			r.SettleOther.Count+r.SettleSame.Count != r.Settle.Count || r.SettleOther.Count == 0) {
+			t.Errorf("xstorm/%s on %s: settle split %+v, %+v of %d", r.System, r.Store, r.SettleOther, r.SettleSame, r.Settle.Count)
+		}
 	}
 	if len(rep.Targets) != 10 {
 		t.Errorf("%d targets", len(rep.Targets))

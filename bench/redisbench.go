@@ -32,7 +32,9 @@ type redisBenchResult struct {
 // its SHA, loaded first), 50 connections pipelining 16 commands each, on
 // new random keys. The arguments follow the script's layout (KEYS: the
 // record and its waiter set, one hash tag; ARGV: owner, lease ms, TTL ms,
-// fingerprint, waiter member). The store itself claims a new key with a
+// fingerprint, waiter member). A record lives lease + TTL: 30 s + 30 s, so
+// that keys left behind (redisBenchmark deletes them) expire soon rather
+// than add their expiry to the server's CPU in later runs. The store itself claims a new key with a
 // SET NX, not this script, and runs the script when the key has a record,
 // so this rate is a floor of what the server can take, not a ceiling.
 func runRedisBenchmark(ctx context.Context, cfg Config, loadScript func(context.Context, string) (string, error)) *redisBenchResult {
@@ -53,7 +55,7 @@ func runRedisBenchmark(ctx context.Context, cfg Config, loadScript func(context.
 	}
 	host, port, _ := strings.Cut(cfg.RedisAddrs[0], ":")
 	args := []string{"-h", host, "-p", port, "-c", "50", "-P", "16", "-n", "200000", "-r", "100000000", "-q",
-		"EVALSHA", sha, "2", "rb:{__rand_int__}", "rb:{__rand_int__}:w", "owner", "60000", "86400000", "", ""}
+		"EVALSHA", sha, "2", "rb:{__rand_int__}", "rb:{__rand_int__}:w", "owner", "30000", "30000", "", ""}
 	rb.command = bin + " " + strings.Join(args, " ")
 	cctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
@@ -75,6 +77,29 @@ func runRedisBenchmark(ctx context.Context, cfg Config, loadScript func(context.
 		rb.err = fmt.Errorf("no rate in redis-benchmark's output: %q", out)
 	}
 	return rb
+}
+
+// redisBenchKeys matches the keys runRedisBenchmark writes.
+const redisBenchKeys = "rb:*"
+
+// unlinkMatching deletes the keys of a single node that match pattern,
+// SCAN by SCAN.
+func unlinkMatching(ctx context.Context, client redis.UniversalClient, pattern string) error {
+	var cursor uint64
+	for {
+		keys, next, err := client.Scan(ctx, cursor, pattern, 1000).Result()
+		if err != nil {
+			return err
+		}
+		if len(keys) > 0 {
+			if err := client.Unlink(ctx, keys...).Err(); err != nil {
+				return err
+			}
+		}
+		if cursor = next; cursor == 0 {
+			return nil
+		}
+	}
 }
 
 // loadInto returns a function that loads a script on client and returns

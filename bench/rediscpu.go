@@ -34,7 +34,8 @@ type RedisCPU struct {
 	ScriptCalls     int64   `json:"script_calls"`
 	PerScriptCallUS float64 `json:"per_script_call_us,omitempty"`
 	// CommandCalls and PerCommandUS are the same for every other command
-	// (those scripts call included), except the harness's own INFO.
+	// (those scripts call included), except the connections' housekeeping
+	// (INFO, HELLO, PING, CLUSTER, CLIENT, CONFIG and SCRIPT subcommands).
 	CommandCalls int64   `json:"command_calls"`
 	PerCommandUS float64 `json:"per_command_us,omitempty"`
 }
@@ -137,6 +138,24 @@ func isScriptCmd(cmd string) bool {
 	return false
 }
 
+// isHousekeeping reports whether commandstats' cmd is one that clients send
+// to manage connections, not to serve requests: the harness's INFO, the
+// cluster client's CLUSTER SLOTS, the pools' HELLO and CLIENT SETINFO, PING,
+// CONFIG GET and SCRIPT LOAD. Redis 7 names subcommands "cluster|slots",
+// "client|setinfo", "config|get", "script|load".
+func isHousekeeping(cmd string) bool {
+	switch cmd {
+	case "hello", "info", "ping", "cluster", "client", "config", "script":
+		return true
+	}
+	for _, p := range []string{"cluster|", "client|", "config|", "script|"} {
+		if strings.HasPrefix(cmd, p) {
+			return true
+		}
+	}
+	return false
+}
+
 // redisCPUSince returns the server CPU between before and after, for a run
 // of calls calls, or nil when a counter went backwards: the server
 // restarted, or someone ran CONFIG RESETSTAT, during the run.
@@ -155,7 +174,7 @@ func redisCPUSince(before, after *redisSnap, calls int64) *RedisCPU {
 	}
 	var scriptUS, cmdUS, setUS int64
 	for cmd, n := range after.calls {
-		if cmd == "info" || cmd == "cluster" { // the harness's and the cluster client's own
+		if isHousekeeping(cmd) {
 			continue
 		}
 		dn, du := n-before.calls[cmd], after.usec[cmd]-before.usec[cmd]

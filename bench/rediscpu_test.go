@@ -61,3 +61,23 @@ func TestRedisSnapAdd(t *testing.T) {
 		t.Fatalf("%+v", a)
 	}
 }
+
+// Redis 7 names subcommands "cluster|slots", "client|setinfo": the
+// connections' housekeeping counts neither in the commands nor per request.
+func TestRedisCPUSinceHousekeeping(t *testing.T) {
+	after := newRedisSnap()
+	after.addCmdStat("set", "calls=40,usec=80")
+	for _, cmd := range []string{"hello", "info", "ping", "cluster|slots", "cluster|shards", "client|setinfo",
+		"client|setname", "config|get", "script|load"} {
+		after.addCmdStat(cmd, "calls=7,usec=7000")
+	}
+	c := redisCPUSince(newRedisSnap(), after, 40)
+	if c.CommandCalls != 40 || c.PerCommandUS != 2 || c.StatsPerRequestUS != 2 {
+		t.Fatalf("%+v", c)
+	}
+	for _, cmd := range []string{"get", "set", "evalsha", "clientx", "psetex"} {
+		if isHousekeeping(cmd) {
+			t.Errorf("%s counted as housekeeping", cmd)
+		}
+	}
+}

@@ -57,6 +57,15 @@ type Result struct {
 	// Settle is the time from the owner's function returning to a waiting
 	// duplicate being released (calls that joined a run in flight).
 	Settle Latency `json:"settle"`
+	// SettleOther and SettleSame split Settle in the xstorm scenario: the
+	// duplicates on another instance than the owner's, and those on the
+	// owner's own instance (released in-process, sooner).
+	SettleOther *Latency `json:"settle_other_instances,omitempty"`
+	SettleSame  *Latency `json:"settle_same_instance,omitempty"`
+	// NegativeSettles counts the settle samples recorded as 0 because
+	// they came out negative: the key ran again, and that later execution
+	// returned after the duplicate did (a key run twice).
+	NegativeSettles int64 `json:"negative_settles,omitempty"`
 
 	// Executions of the function, and distinct keys completed; a correct
 	// system has Executions == KeysCompleted.

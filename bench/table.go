@@ -103,7 +103,7 @@ func scenarioTitle(s string) string {
 	case "slow":
 		return "slow — a slow function; duplicates must wait"
 	case "xstorm":
-		return "xstorm — a storm spread over instances sharing the store; settle is from the owner's completion"
+		return "xstorm — a storm spread over instances sharing the store; settle is from the owner's completion, every duplicate (the target: those on other instances)"
 	}
 	return s
 }

@@ -118,6 +118,7 @@ func ratioTarget(cfg Config, results []Result, name, goal, scenario, a, b string
 		t.Ratio = ra.Throughput / rb.Throughput
 		t.Met = t.Ratio >= least
 		t.Measured = fmt.Sprintf("%s %s vs %s %s", a, rate(ra.Throughput), b, rate(rb.Throughput))
+		requireClean(&t, ra, rb)
 	}
 	return t
 }
@@ -129,13 +130,13 @@ func pipelineTarget(cfg Config, results []Result, rb *redisBenchResult) Target {
 	switch r := find(results, ranOn(cfg, "redis"), "unique", "idem"); {
 	case ranOn(cfg, "redis") == "":
 		t.Skipped = needsStore("redis")
+	case r == nil:
+		t.Skipped = needsRuns("unique", "idem")
 	case rb == nil || rb.err != nil:
 		t.Skipped = "redis-benchmark did not run (-redis-benchmark, single node)"
 		if rb != nil {
 			t.Skipped += ": " + rb.err.Error()
 		}
-	case r == nil:
-		t.Skipped = needsRuns("unique", "idem")
 	default:
 		// A request is a claim and a finish script of about the same
 		// server cost, so the pipelined ceiling is half the claim rate.
@@ -144,6 +145,7 @@ func pipelineTarget(cfg Config, results []Result, rb *redisBenchResult) Target {
 		t.Met = t.Ratio >= 0.8
 		t.Measured = fmt.Sprintf("idem %s requests/s vs redis-benchmark %s claims/s pipelined (ceiling %s requests/s)",
 			si(r.Throughput), si(rb.claimsPerSec), si(ceiling))
+		requireClean(&t, r)
 	}
 	return t
 }

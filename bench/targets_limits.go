@@ -46,14 +46,16 @@ func redisCPUTarget(cfg Config, results []Result) Target {
 		t.Measured = fmt.Sprintf("%s per request on %s (scripts and SET NX claims; %s script calls per request, %s each); used_cpu, background work included: %s",
 			micros(c.StatsPerRequestUS), st, decimal(float64(c.ScriptCalls)/float64(r.Calls)), micros(c.PerScriptCallUS),
 			micros(c.PerRequestUS))
+		requireClean(&t, r)
 	}
 	return t
 }
 
-// exactlyOnce reports whether r ran every key once, and got its settle
-// measured.
+// exactlyOnce reports whether r ran every key once, without an error or a
+// wrong result, and got its settle measured.
 func exactlyOnce(r *Result) bool {
-	return r.Executions == r.KeysCompleted && r.RanTwiceCount == 0 && r.Settle.Count > 0
+	return r.Executions == r.KeysCompleted && r.RanTwiceCount == 0 && r.Errors == 0 && r.WrongResults == 0 &&
+		r.Settle.Count > 0
 }
 
 // onceText says how many times r's keys ran.
@@ -84,16 +86,19 @@ func stormTarget(cfg Config, results []Result) Target {
 		if p := find(results, st, "storm", "poll"); p != nil && p.Settle.Count > 0 {
 			t.Measured += fmt.Sprintf(" (poll baseline %s)", micros(p.Settle.P99))
 		}
+		requireClean(&t, r, sf)
 	}
 	return t
 }
 
 // xstormTarget is met when idem, with instances sharing Redis, ran each
-// key once and released the duplicates within xstormSettleLimitUS (p99)
-// of the owner's completion.
+// key once and released the duplicates on other instances than the
+// owner's within xstormSettleLimitUS (p99) of the owner's completion. Those
+// on the owner's instance are released in-process, sooner: counted in, they
+// lowered the p99 by about a tenth; they are printed apart.
 func xstormTarget(cfg Config, results []Result) Target {
 	t := Target{Name: "duplicates on instances sharing Redis",
-		Goal: fmt.Sprintf("one execution per key; settle p99 after the owner completes < %s, %d instances; ratio: p99 / limit",
+		Goal: fmt.Sprintf("one execution per key; settle p99 on other instances after the owner completes < %s, %d instances; ratio: p99 / limit",
 			micros(xstormSettleLimitUS), cfg.Instances)}
 	st := ranOn(cfg, "redis")
 	r := find(results, st, "xstorm", "idem")
@@ -102,16 +107,21 @@ func xstormTarget(cfg Config, results []Result) Target {
 		t.Skipped = needsStore("redis")
 	case r == nil:
 		t.Skipped = needsRuns("xstorm", "idem")
-	case r.Settle.Count == 0:
-		t.Skipped = "no duplicate waited: no settle measured"
+	case r.SettleOther == nil || r.SettleOther.Count == 0:
+		t.Skipped = "no duplicate on another instance than the owner's waited: no settle measured"
 	default:
-		t.Ratio = r.Settle.P99 / xstormSettleLimitUS
-		t.Met = exactlyOnce(r) && r.Settle.P99 < xstormSettleLimitUS
-		t.Measured = fmt.Sprintf("%s on %s; settle p50 %s, p99 %s, max %s over %s duplicates",
-			onceText(r), st, micros(r.Settle.P50), micros(r.Settle.P99), micros(r.Settle.Max), count(r.Settle.Count))
-		if p := find(results, st, "xstorm", "poll"); p != nil && p.Settle.Count > 0 {
-			t.Measured += fmt.Sprintf(" (poll every %s: p99 %s)", duration(cfg.PollInterval), micros(p.Settle.P99))
+		o, same := r.SettleOther, r.SettleSame
+		t.Ratio = o.P99 / xstormSettleLimitUS
+		t.Met = exactlyOnce(r) && o.P99 < xstormSettleLimitUS
+		t.Measured = fmt.Sprintf("%s on %s; other instances p50 %s, p99 %s, max %s over %s duplicates",
+			onceText(r), st, micros(o.P50), micros(o.P99), micros(o.Max), count(o.Count))
+		if same != nil && same.Count > 0 {
+			t.Measured += fmt.Sprintf("; same instance p99 %s over %s", micros(same.P99), count(same.Count))
 		}
+		if p := find(results, st, "xstorm", "poll"); p != nil && p.SettleOther != nil && p.SettleOther.Count > 0 {
+			t.Measured += fmt.Sprintf(" (poll every %s: other instances p99 %s)", duration(cfg.PollInterval), micros(p.SettleOther.P99))
+		}
+		requireClean(&t, r)
 	}
 	return t
 }
@@ -138,6 +148,7 @@ func memUniqueTarget(cfg Config, results []Result, workload float64) Target {
 		t.Met = t.Ratio >= memUniqueLeast && own <= memUniqueAllocs
 		t.Measured = fmt.Sprintf("idem %s, %s allocs/op vs singleflight+LRU %s, %s allocs/op (less the workload's own %s)",
 			rate(r.Throughput), decimal(own), rate(sf.Throughput), decimal(max(sf.AllocsPerOp-workload, 0)), decimal(workload))
+		requireClean(&t, r, sf)
 	}
 	return t
 }

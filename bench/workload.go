@@ -12,42 +12,6 @@ import (
 	"time"
 )
 
-// tracker counts the executions of each key of a run and when each key's
-// function last returned, indexed by key id. Pages are created on demand.
-type tracker struct {
-	mu    sync.Mutex
-	pages []atomic.Pointer[keyPage]
-}
-
-const pageBits = 12
-
-type keyPage [1 << pageBits]keySlot
-
-type keySlot struct {
-	execs  atomic.Int32
-	ok     atomic.Bool  // some call got the key's result
-	doneAt atomic.Int64 // Unix ns
-}
-
-func newTracker() *tracker { return &tracker{pages: make([]atomic.Pointer[keyPage], 1<<16)} }
-
-func (t *tracker) slot(id int64) *keySlot {
-	pi := id >> pageBits
-	if pi >= int64(len(t.pages)) {
-		panic(fmt.Sprintf("bench: key id %d beyond the tracker's capacity; shorten -duration", id))
-	}
-	p := t.pages[pi].Load()
-	if p == nil {
-		t.mu.Lock()
-		if p = t.pages[pi].Load(); p == nil {
-			p = new(keyPage)
-			t.pages[pi].Store(p)
-		}
-		t.mu.Unlock()
-	}
-	return &p[id&(1<<pageBits-1)]
-}
-
 // worker is one caller goroutine's state: its function (bound once, so that
 // calls allocate nothing for it) and its measurements.
 type worker struct {
@@ -62,12 +26,24 @@ type worker struct {
 	// xstorm scenario a duplicate on another instance may find the result
 	// stored already.
 	settleAny bool
-	calls     atomic.Int64
+	// inst is the instance the worker calls (xstorm); settleOther and
+	// settleSame split its settle latencies by whether the owner's
+	// execution ran on another instance or on inst, where the duplicate is
+	// released in-process.
+	inst        int32
+	settleOther hist
+	settleSame  hist
+	calls       atomic.Int64
+	// negSettle counts the settle samples that came out negative, recorded
+	// as 0: another execution of the key (a key run twice) returned after
+	// this duplicate had and overwrote doneAt.
+	negSettle int64
 	errors    int64
 	wrong     int64
 	outs      [4]int64
 	_         [64]byte
 	lastErr   error
+	rng       *rand.Rand
 }
 
 func newWorker(tr *tracker, work time.Duration) *worker {
@@ -84,7 +60,8 @@ func (w *worker) run(context.Context) (receipt, error) {
 	if w.work > 0 {
 		time.Sleep(w.work)
 	}
-	s.doneAt.Store(time.Now().UnixNano())
+	s.owner.Store(w.inst + 1)
+	s.doneAt.Store(sinceEpoch())
 	return receipt{ID: keyString("rcpt-", w.id), Amount: 4200}, nil
 }
 
@@ -112,8 +89,9 @@ func (w *worker) call(ctx context.Context, sys system, prefix string, id int64, 
 		slot.ok.Store(true)
 	}
 	if out == joined || (w.settleAny && out == replayed) {
+		owner := slot.owner.Load()
 		if done := slot.doneAt.Load(); done > 0 {
-			w.settle.record(end.Sub(time.Unix(0, done)))
+			w.recordSettle(end.Sub(epoch)-time.Duration(done), owner)
 		}
 	}
 }
@@ -134,18 +112,45 @@ type run struct {
 
 func (r *run) newWorker(work time.Duration) *worker {
 	w := newWorker(r.tr, work)
+	w.rng = rand.New(rand.NewPCG(uint64(len(r.workers)), uint64(time.Now().UnixNano())))
 	r.workers = append(r.workers, w)
 	return w
+}
+
+// setupWorkers creates the scenario's workers.
+func (r *run) setupWorkers() {
+	n, work := r.cfg.Concurrency, r.cfg.Work
+	switch r.scenario {
+	case "slow":
+		work = r.cfg.SlowWork
+	case "storm":
+		n, work = r.cfg.StormSize, r.cfg.StormWork
+	case "xstorm":
+		n, work = r.cfg.XStormSize, r.cfg.StormWork
+	}
+	insts := 1
+	if m, ok := r.sys.(*multiSystem); ok {
+		insts = len(m.insts)
+	}
+	for i := range n {
+		w := r.newWorker(work)
+		if r.scenario == "xstorm" {
+			w.settleAny, w.inst = true, int32(i%insts)
+		}
+	}
 }
 
 // execute runs the scenario for the configured duration and returns its
 // result.
 func (r *run) execute(ctx context.Context) (Result, error) {
+	// The harness's own setup (workers, progress, the Redis meter's INFO)
+	// comes before the allocations window opens.
+	r.setupWorkers()
+	stopProgress := r.startProgress()
+	r.meter.start(ctx)
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	stopProgress := r.startProgress()
-	r.meter.start(ctx)
 	start := time.Now()
 	deadline := start.Add(r.cfg.Duration)
 	switch r.scenario {
@@ -245,10 +250,7 @@ func (r *run) slow(ctx context.Context, deadline time.Time) {
 // storm releases -storm callers at once on one new key, round after round
 // until deadline (at least one round).
 func (r *run) storm(ctx context.Context, deadline time.Time) {
-	ws := make([]*worker, r.cfg.StormSize)
-	for i := range ws {
-		ws[i] = r.newWorker(r.cfg.StormWork)
-	}
+	ws := r.workers
 	for rounds := 0; rounds == 0 || time.Now().Before(deadline); rounds++ {
 		id := r.nextID.Add(1)
 		release := make(chan struct{})
@@ -275,9 +277,8 @@ func (r *run) parallel(n int, work time.Duration, body func(*worker, *rand.Rand)
 		}
 	}
 	var wg sync.WaitGroup
-	for i, w := range r.workers {
-		rng := rand.New(rand.NewPCG(uint64(i), uint64(time.Now().UnixNano())))
-		wg.Go(func() { body(w, rng) })
+	for _, w := range r.workers {
+		wg.Go(func() { body(w, w.rng) })
 	}
 	wg.Wait()
 }
@@ -285,9 +286,9 @@ func (r *run) parallel(n int, work time.Duration, body func(*worker, *rand.Rand)
 // resetMeasurements drops what the warm-up recorded (not the executions).
 func (r *run) resetMeasurements() {
 	for _, w := range r.workers {
-		w.lat, w.settle = hist{}, hist{}
+		w.lat, w.settle, w.settleOther, w.settleSame = hist{}, hist{}, hist{}, hist{}
 		w.calls.Store(0)
-		w.errors, w.wrong, w.outs, w.lastErr = 0, 0, [4]int64{}, nil
+		w.errors, w.wrong, w.outs, w.lastErr, w.negSettle = 0, 0, [4]int64{}, nil, 0
 	}
 }
 
@@ -323,15 +324,18 @@ func (r *run) startProgress() func() {
 
 // result sums the workers' measurements and checks every key ran once.
 func (r *run) result(elapsed time.Duration, before, after *runtime.MemStats) Result {
-	var lat, settle hist
+	var lat, settle, other, same hist
 	res := Result{Scenario: r.scenario, System: r.sys.name(), Store: r.cfg.Store, Seconds: elapsed.Seconds(),
 		Outcomes: map[string]int64{}}
 	for _, w := range r.workers {
 		lat.merge(&w.lat)
 		settle.merge(&w.settle)
+		other.merge(&w.settleOther)
+		same.merge(&w.settleSame)
 		res.Calls += w.calls.Load()
 		res.Errors += w.errors
 		res.WrongResults += w.wrong
+		res.NegativeSettles += w.negSettle
 		if w.lastErr != nil && res.FirstError == "" {
 			res.FirstError = w.lastErr.Error()
 		}
@@ -343,6 +347,10 @@ func (r *run) result(elapsed time.Duration, before, after *runtime.MemStats) Res
 	}
 	res.Throughput = float64(res.Calls) / elapsed.Seconds()
 	res.Latency, res.Settle = lat.summary(), settle.summary()
+	if r.scenario == "xstorm" {
+		o, sm := other.summary(), same.summary()
+		res.SettleOther, res.SettleSame = &o, &sm
+	}
 	limit := r.maxID
 	if r.scenario == "replay" || r.scenario == "zipf" {
 		limit = max(limit, int64(r.cfg.Keys))

@@ -16,8 +16,11 @@ import (
 // round-robin over the instances: one of them runs the function, the rest
 // wait for its result. A duplicate's settle latency is measured from the
 // moment the owner's function returned (the tracker's doneAt) to the
-// duplicate's return, whether it waited on the owner's instance or on
-// another one. There are fewer callers than in the storm scenario (30 by
+// duplicate's return. The scenario's settle columns count every duplicate,
+// whether it waited on the owner's instance (released in-process) or on
+// another one; the result also keeps the two apart (SettleOther,
+// SettleSame), and the target checks the duplicates on other instances
+// only: they are what the scenario is about. There are fewer callers than in the storm scenario (30 by
 // default, against 1000): what it measures is how soon the news of a
 // completion reaches the other instances, not how fast one process wakes
 // a thousand goroutines, which the storm scenario measures.
@@ -113,11 +116,7 @@ func (r *run) xstorm(ctx context.Context, deadline time.Time) {
 	if !ok {
 		m = &multiSystem{insts: []system{r.sys}}
 	}
-	ws := make([]*worker, r.cfg.XStormSize)
-	for i := range ws {
-		ws[i] = r.newWorker(r.cfg.StormWork)
-		ws[i].settleAny = true
-	}
+	ws := r.workers // setupWorkers: worker i calls instance i % instances
 	for rounds := 0; rounds == 0 || time.Now().Before(deadline); rounds++ {
 		id := r.nextID.Add(1)
 		release := make(chan struct{})
@@ -134,5 +133,26 @@ func (r *run) xstorm(ctx context.Context, deadline time.Time) {
 		t0 = time.Now()
 		close(release)
 		wg.Wait()
+	}
+}
+
+// recordSettle records a duplicate's settle latency d; in the xstorm
+// scenario (settleAny), also by where the execution it waited for ran:
+// owner is 1 + that instance, as the tracker noted it.
+// A negative d (doneAt overwritten by a later execution of the key) is
+// recorded as 0 and counted.
+func (w *worker) recordSettle(d time.Duration, owner int32) {
+	if d < 0 {
+		d = 0
+		w.negSettle++
+	}
+	w.settle.record(d)
+	if !w.settleAny {
+		return
+	}
+	if owner == w.inst+1 {
+		w.settleSame.record(d)
+	} else {
+		w.settleOther.record(d)
 	}
 }
