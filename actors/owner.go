@@ -18,7 +18,7 @@ func (s *Shard) claim(e *entry) {
 	o := s.newOp(e)
 	o.Kind, o.Key = store.OpClaim, e.key
 	o.Claim = store.ClaimRequest{
-		Owner:       s.cfg.newOwner(),
+		Owner:       s.newOwner(),
 		Lease:       r.Lease,
 		TTL:         r.TTL,
 		Fingerprint: r.Fingerprint,

@@ -2,7 +2,6 @@ package actors
 
 import (
 	"strconv"
-	"sync"
 	"sync/atomic"
 )
 
@@ -10,12 +9,13 @@ import (
 // base 36, unique across processes. They are made ownerBatch at a time in
 // one string and handed out as its substrings: one allocation per batch
 // rather than one per claim. (A batch's string lives as long as any of its
-// owners does, in a record; they are small and expire alike.)
+// owners does, in a record; they are small and expire alike.) Each shard
+// has its own, used by its goroutine alone, so a claim takes no lock; the
+// shards of a set share seq.
 type ownerIDs struct {
 	instance string
-	seq      atomic.Uint64
+	seq      *atomic.Uint64
 
-	mu    sync.Mutex
 	block string
 	ends  [ownerBatch]int
 	next  int
@@ -24,8 +24,6 @@ type ownerIDs struct {
 const ownerBatch = 64
 
 func (o *ownerIDs) get() string {
-	o.mu.Lock()
-	defer o.mu.Unlock()
 	if o.next == 0 || o.next == ownerBatch {
 		o.refill()
 	}

@@ -18,7 +18,8 @@ import (
 // runs them. Keys map to shards with [keyshard.Index].
 type Set struct {
 	sys      *actorSystem
-	instance string // the prefix of every claim owner of this set
+	instance string        // the prefix of every claim owner of this set
+	ownerSeq atomic.Uint64 // the sequence of the shards' claim owners
 	shards   []*Shard
 	cfg      *Config
 	started  atomic.Bool
@@ -53,8 +54,6 @@ func NewSet(ctx context.Context, n int, cfg Config) (*Set, error) {
 	if err != nil {
 		return nil, err
 	}
-	ids := &ownerIDs{instance: instance}
-	cfg.newOwner = ids.get
 	set := &Set{cfg: &cfg, instance: instance, done: make(chan struct{}), force: make(chan struct{})}
 	if observe := cfg.OnBatch; observe != nil {
 		// A batch still out after a Close that gave up on its deadline
@@ -78,6 +77,10 @@ func NewSet(ctx context.Context, n int, cfg Config) (*Set, error) {
 	set.shards = make([]*Shard, n)
 	for i := range set.shards {
 		set.shards[i] = newShard(set.cfg)
+		if set.cfg.newOwner == nil {
+			ids := &ownerIDs{instance: instance, seq: &set.ownerSeq}
+			set.shards[i].newOwner = ids.get
+		}
 		set.shards[i].index = i
 		set.shards[i].done = set.done
 		set.sys.spawn(set.shards[i])

@@ -50,16 +50,17 @@ type BatchEvent struct {
 
 // Shard is one shard actor with its LRU and admission gate.
 type Shard struct {
-	cfg    *Config
-	index  int
-	done   <-chan struct{} // the set's: closed when the shards have stopped
-	root   *actor.RootContext
-	pid    *actor.PID
-	worker *mailbox.Worker
-	io     *mailbox.Worker
-	inline bool
-	cache  *lru.Cache[string, Cached]
-	gate   mailbox.Gate
+	newOwner func() string // a claim owner unique across processes; shard goroutine only
+	cfg      *Config
+	index    int
+	done     <-chan struct{} // the set's: closed when the shards have stopped
+	root     *actor.RootContext
+	pid      *actor.PID
+	worker   *mailbox.Worker
+	io       *mailbox.Worker
+	inline   bool
+	cache    *lru.Cache[string, Cached]
+	gate     mailbox.Gate
 
 	// Owned by the actor's goroutine.
 	entries     map[string]*entry
@@ -115,6 +116,7 @@ func newShard(cfg *Config) *Shard {
 	if cfg.CacheEntries > 0 {
 		s.cache, _ = lru.New[string, Cached](cfg.CacheEntries)
 	}
+	s.newOwner = cfg.newOwner // NewSet gives each shard its own otherwise
 	_, s.inline = cfg.Store.(store.InProcess)
 	if !s.inline {
 		s.io = mailbox.NewWorker()
