@@ -269,13 +269,23 @@ func result[T any](key string, fp []byte, codec Codec, hit *actors.Cached) (T, e
 		}
 		return zero, replayedError(key, rec.Error)
 	}
+	data := rec.Value
 	if hit.Value != nil {
 		if v, ok := hit.Value.(T); ok {
 			return v, nil
 		}
+		if data == nil {
+			// The LRU keeps one copy of a result made here, the owner's
+			// value: a caller of another type gets it through the codec,
+			// as from the store.
+			var err error
+			if data, err = codec.Marshal(hit.Value); err != nil {
+				return zero, &CodecError{Key: key, Op: "decode", Err: err}
+			}
+		}
 	}
 	var v T
-	if err := codec.Unmarshal(rec.Value, &v); err != nil {
+	if err := codec.Unmarshal(data, &v); err != nil {
 		return zero, &CodecError{Key: key, Op: "decode", Err: err}
 	}
 	return v, nil

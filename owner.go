@@ -13,7 +13,6 @@ import (
 
 	"github.com/idemrt/idem/actors"
 	"github.com/idemrt/idem/store"
-	"github.com/idemrt/idem/store/memstore"
 )
 
 // owner is a call that was granted its key: what it needs to run fn and
@@ -73,7 +72,7 @@ func (o *owner[T]) execute(ctx context.Context, st *callStats) (T, Outcome, erro
 // run calls fn and sends the shard a Finish however fn ends: a value, an
 // error, a panic, or runtime.Goexit (t.FailNow in a test).
 //
-// With an in-process store, a result to keep (a value or a permanent error)
+// With a store that lets owners complete (store.OwnerCompleter), a result to keep (a value or a permanent error)
 // is completed here, on the owner's goroutine, and the owner's answer goes
 // straight into its reply channel; the Finish then only tells the shard.
 func (o *owner[T]) run() {
@@ -82,7 +81,7 @@ func (o *owner[T]) run() {
 	returned := false
 	defer func() {
 		o.rc.CancelRun(nil)
-		if returned && o.sh.Inline() && (f.Kind == actors.Success || f.Kind == actors.Permanent) {
+		if returned && o.rt.ownerCompletes && (f.Kind == actors.Success || f.Kind == actors.Permanent) {
 			o.completeHere(f)
 			return
 		}
@@ -148,23 +147,16 @@ func (o *owner[T]) fill(f *actors.Finish, v T, err error) {
 	}
 }
 
-// copiedByStore reports whether the owner completes its key in a store
-// known to copy the value it keeps (memstore), so that fill may encode it
-// into a reused buffer.
-func (o *owner[T]) copiedByStore() bool {
-	if !o.sh.Inline() {
-		return false
-	}
-	_, ok := o.sh.Store().(*memstore.Store)
-	return ok
-}
+// copiedByStore reports whether the owner completes its key in the store
+// itself, so that fill may encode the value into a reused buffer: a store
+// keeps its own copy of what it is given (see store.Store).
+func (o *owner[T]) copiedByStore() bool { return o.rt.ownerCompletes }
 
 // completeHere completes the key in an in-process store and answers the
 // owner itself.
 func (o *owner[T]) completeHere(f *actors.Finish) {
 	req := o.req
-	req.Finishing()
-	rec, err := o.sh.Store().Complete(context.Background(), req.Key, o.token, f.Record, req.TTL)
+	rec, err := o.rt.store.Complete(context.Background(), req.Key, o.token, f.Record, req.TTL)
 	f.Stored, f.StoreErr = true, err
 	if o.enc != nil {
 		// The store kept a copy; the shard may retry a refused Complete

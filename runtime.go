@@ -24,7 +24,10 @@ type Runtime struct {
 	closed   atomic.Bool
 	ownStore *memstore.Store
 	store    store.Store // the store in use: Options.Store, or ownStore
-	defaults callOptions
+	// ownerCompletes: owners complete their key in the store themselves
+	// (store.OwnerCompleter).
+	ownerCompletes bool
+	defaults       callOptions
 
 	observing       bool // an Observer or a tracer is set
 	tracer          trace.Tracer
@@ -44,6 +47,7 @@ func New(opts Options) (*Runtime, error) {
 		o.Store = rt.ownStore
 	}
 	rt.store = o.Store
+	_, rt.ownerCompletes = o.Store.(store.OwnerCompleter)
 	perShard := 0
 	if !o.DisableCache {
 		// Rounded up without (a+b-1)/b, which overflows near math.MaxInt

@@ -133,16 +133,18 @@ func newHarness(t *testing.T, opts ...harnessOpt) *harness {
 		o(cfg)
 	}
 	s := newShard(cfg)
-	if s.io != nil {
-		s.io.Stop() // batches never reach it: the harness holds them
-	}
-	s.commit = mailbox.NewCommitter(cfg.MaxBatch, func(b []*op) {
+	// Batches stop at the harness, which holds them: partition 0's worker
+	// is never used.
+	p := &partition{io: mailbox.NewWorker()}
+	p.io.Stop()
+	p.commit = mailbox.NewCommitter(cfg.MaxBatch, func(b []*op) {
 		if h.batch != nil {
 			t.Fatalf("a second batch was flushed while one is out")
 		}
 		h.batch = b
 		h.flushed += int64(len(b))
 	})
+	s.parts = map[int]*partition{0: p}
 	sys := newActorSystem(nil)
 	pid, ok := sys.sys.ProcessRegistry.Add(h.inbox, "shard-under-test")
 	if !ok {
@@ -253,7 +255,7 @@ func (h *harness) deliver() {
 		h.t.Fatal("no store batch out")
 	}
 	h.batch = nil // onBatch may flush the next one
-	h.s.onBatch(b)
+	h.s.onBatch(&batchDone{part: h.s.parts[0], ops: b})
 }
 
 // run runs the batch out on the store and answers the shard.
@@ -302,7 +304,7 @@ func (h *harness) advanceTo(at time.Time) {
 	}
 }
 
-func (h *harness) entry(key string) *entry {
+func (h *harness) entry(key string) *keyState {
 	h.t.Helper()
 	e := h.s.entries[key]
 	if e == nil {
@@ -311,7 +313,7 @@ func (h *harness) entry(key string) *entry {
 	return e
 }
 
-func (h *harness) wantPhase(key string, want phase) *entry {
+func (h *harness) wantPhase(key string, want phase) *keyState {
 	h.t.Helper()
 	e := h.entry(key)
 	if e.phase != want {

@@ -33,10 +33,6 @@ type Request struct {
 	cancelSet atomic.Bool
 	lost      atomic.Pointer[error]
 
-	// finishing is set by the owner before it completes the key itself, so
-	// that a renewal refused in the meantime is not taken for a lost lease.
-	finishing atomic.Bool
-
 	pool pooled // see NewRequest
 
 	// Owned by the actor.
@@ -45,10 +41,6 @@ type Request struct {
 	waited   bool      // the request was parked at some point
 	expired  bool      // an owner whose unrenewed lease ended: the shard let go of it
 }
-
-// Finishing tells the shard that the owner is about to complete the key in
-// the store itself.
-func (r *Request) Finishing() { r.finishing.Store(true) }
 
 // forever is a Settle that never runs out by itself.
 const forever = time.Duration(1<<63 - 1)
@@ -134,6 +126,7 @@ type Reply struct {
 	Kind      ReplyKind
 	Code      FailCode
 	Token     store.Token // Grant
+	Claim     ClaimFacts  // Grant: the claim the store gave the owner
 	Result    *Cached     // Settled
 	Joined    bool        // Settled: the caller waited for an execution in flight
 	Waited    bool        // the request was parked before this reply
@@ -188,6 +181,27 @@ type Cached struct {
 	// record was produced in this process; nil otherwise.
 	Value any
 	Err   error
+	// Size is what the result holds in bytes: its encoded value (whether
+	// or not the copy kept holds it), error text, fingerprint and owner.
+	Size int
+}
+
+// size counts the bytes c holds, or held encoded (see Size).
+func (c *Cached) size() int {
+	r := &c.Record
+	return len(r.Value) + len(r.Error) + len(r.Fingerprint) + len(r.Token.Owner)
+}
+
+// one returns the copy of c the LRU keeps: one copy of the result, never
+// two. A result produced here keeps the owner's value and drops its
+// encoding (a caller of another type encodes the value again); one read
+// from the store keeps its encoding.
+func (c *Cached) one() Cached {
+	k := *c
+	if k.Value != nil {
+		k.Record.Value = nil
+	}
+	return k
 }
 
 // abandon tells the shard that a caller stopped waiting.
@@ -200,7 +214,10 @@ type forget struct {
 }
 
 // batchDone carries a finished store batch back to the actor.
-type batchDone struct{ ops []*op }
+type batchDone struct {
+	part *partition
+	ops  []*op
+}
 
 // tick fires the shard's timers.
 type tick struct{ gen uint64 }

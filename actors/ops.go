@@ -2,16 +2,16 @@ package actors
 
 import (
 	"context"
-	"errors"
 	"time"
 
+	"github.com/idemrt/idem/mailbox"
 	"github.com/idemrt/idem/store"
 )
 
 // op is a store operation with what the shard needs to route its result.
 type op struct {
 	store.Op
-	e      *entry
+	e      *keyState
 	forget *forget
 	// sent is when the shard submitted the op. A lease granted or renewed
 	// by it is counted from then: the store started it no earlier, so the
@@ -19,11 +19,11 @@ type op struct {
 	sent time.Time
 }
 
-// maxFree bounds the shard's free lists of ops and entries.
+// maxFree bounds the shard's free lists of ops and key states.
 const maxFree = 256
 
 // newOp returns a blank op for e (nil for a forget), from the free list.
-func (s *Shard) newOp(e *entry) *op {
+func (s *Shard) newOp(e *keyState) *op {
 	var o *op
 	if n := len(s.freeOps); n > 0 {
 		o = s.freeOps[n-1]
@@ -48,8 +48,32 @@ func (s *Shard) freeOp(o *op) {
 	}
 }
 
-// submit runs o on the store: inline for an in-process store, else through
-// the group-commit batcher.
+// submitOp turns a step's store operation into an op and sends it.
+func (s *Shard) submitOp(e *keyState, oe *opEffect) {
+	o := s.newOp(e)
+	o.Kind, o.Key = oe.kind, e.key
+	switch oe.kind {
+	case store.OpClaim:
+		o.Claim = store.ClaimRequest{
+			Owner:       s.newOwner(),
+			Lease:       oe.lease,
+			TTL:         oe.ttl,
+			Fingerprint: oe.fp,
+			Waiter:      s.cfg.wakerID,
+		}
+	case store.OpComplete:
+		o.Token, o.Record, o.TTL = oe.token, oe.record, oe.ttl
+	case store.OpRelease:
+		o.Token = oe.token
+	case store.OpRenew:
+		o.Token, o.Lease = oe.token, oe.lease
+	}
+	s.submit(o)
+}
+
+// submit runs o on the store: at once for an in-process store (its answer
+// is handled once the current message is done, see drainInline), else
+// through the group-commit batcher of o's partition.
 func (s *Shard) submit(o *op) {
 	s.nOps.Add(1)
 	o.sent = s.now()
@@ -57,10 +81,60 @@ func (s *Shard) submit(o *op) {
 		// An in-process store does not block: no timeout, no batch.
 		s.nBatches.Add(1)
 		store.RunOne(context.Background(), s.cfg.Store, &o.Op)
-		s.handle(o)
+		s.inlineDone = append(s.inlineDone, o)
 		return
 	}
-	s.commit.Add(o)
+	s.partFor(o.Key).commit.Add(o)
+}
+
+// drainInline handles the answers of the in-process store's operations,
+// each as its own event, until none is left: a step never runs inside
+// another.
+func (s *Shard) drainInline() {
+	for i := 0; i < len(s.inlineDone); i++ {
+		o := s.inlineDone[i]
+		s.inlineDone[i] = nil
+		s.handle(o)
+	}
+	s.inlineDone = s.inlineDone[:0]
+}
+
+// partition is one store partition's share of a shard's I/O: its own
+// group-commit batcher and worker, so that a slow partition delays only
+// its own keys.
+type partition struct {
+	index  int
+	commit *mailbox.Committer[*op]
+	io     *mailbox.Worker
+}
+
+// partFor returns the partition of key (see store.Partitioner), created on
+// first use.
+func (s *Shard) partFor(key string) *partition {
+	i := 0
+	if s.partitioner != nil {
+		i = s.partitioner.Partition(key)
+	}
+	if p := s.parts[i]; p != nil {
+		return p
+	}
+	p := &partition{index: i, io: mailbox.NewWorker()}
+	p.commit = mailbox.NewCommitter(s.cfg.MaxBatch, func(batch []*op) { s.flush(p, batch) })
+	if s.parts == nil {
+		s.parts = make(map[int]*partition)
+	}
+	s.parts[i] = p
+	return p
+}
+
+// inFlight reports whether any partition has a batch out.
+func (s *Shard) inFlight() bool {
+	for _, p := range s.parts {
+		if p.commit.InFlight() {
+			return true
+		}
+	}
+	return false
 }
 
 func (s *Shard) storeContext() (context.Context, context.CancelFunc) {
@@ -70,16 +144,16 @@ func (s *Shard) storeContext() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), s.cfg.StoreTimeout)
 }
 
-// flush starts one batch on the shard's I/O worker; its results come back
-// to the actor as a batchDone message.
-func (s *Shard) flush(batch []*op) {
+// flush starts one batch of partition p on its I/O worker; its results come
+// back to the actor as a batchDone message.
+func (s *Shard) flush(p *partition, batch []*op) {
 	s.nBatches.Add(1)
 	ops := make([]*store.Op, len(batch))
 	for i, o := range batch {
 		ops[i] = &o.Op
 	}
 	storage, observe := s.cfg.Store, s.cfg.OnBatch
-	s.io.Submit(func() {
+	p.io.Submit(func() {
 		ctx, cancel := s.storeContext()
 		start := time.Now()
 		store.Run(ctx, storage, ops)
@@ -94,135 +168,22 @@ func (s *Shard) flush(batch []*op) {
 				}
 			}
 		}
-		s.send(&batchDone{ops: batch})
+		s.send(&batchDone{part: p, ops: batch})
 		if observe != nil {
 			observe(ev) // after the results went back: the shard does not wait for it
 		}
 	})
 }
 
-func (s *Shard) onBatch(batch []*op) {
-	for _, o := range batch {
+func (s *Shard) onBatch(m *batchDone) {
+	for _, o := range m.ops {
 		s.handle(o)
 	}
-	s.commit.Done(batch) // batch's memory is reused; its ops are freed by handle
+	m.part.commit.Done(m.ops) // the batch's memory is reused; its ops are freed by handle
 	s.checkDrained()
-}
-
-// handle routes a finished operation to its entry, then frees it.
-func (s *Shard) handle(o *op) {
-	defer s.freeOp(o)
-	if o.forget != nil {
-		o.forget.reply <- o.Err
-		return
-	}
-	e := o.e
-	if s.entries[e.key] != e {
-		return // the entry went away (shutdown) while the op was out
-	}
-	switch o.Kind {
-	case store.OpClaim:
-		s.claimed(e, o)
-	case store.OpComplete:
-		s.completed(e, o)
-	case store.OpRelease:
-		s.released(e, o)
-	case store.OpRenew:
-		s.renewed(e, o)
-	}
-}
-
-// scheduleRenew arms the next renewal of e's lease a third of it after from.
-func (s *Shard) scheduleRenew(e *entry, from time.Time) {
-	e.timer.kind = timerRenew
-	s.timers.schedule(&e.timer, from.Add(e.lease/3))
-	s.rearm()
 }
 
 // DefaultPollInterval is the longest wait between two re-claims of a key
 // held elsewhere when the store cannot wake waiters and Config.PollInterval
 // is zero.
 const DefaultPollInterval = 100 * time.Millisecond
-
-// scheduleReclaim arms the fallback re-claim of a key held elsewhere: when
-// the holder's lease ends, or sooner on a doubling backoff, in case its
-// wake-up is lost.
-//
-// With a store that wakes waiters the timer is only a safety net and starts
-// slower; without one it is the only way to learn of the settle: the first
-// re-claim comes after 10ms (or PollInterval, if shorter), and the waits
-// double up to PollInterval.
-func (s *Shard) scheduleReclaim(e *entry) {
-	most := s.cfg.PollInterval
-	if most <= 0 {
-		most = DefaultPollInterval
-	}
-	first := min(10*time.Millisecond, most)
-	if s.cfg.wakerID != "" {
-		first, most = 200*time.Millisecond, 2*time.Second
-	}
-	e.backoff = min(max(2*e.backoff, first), most)
-	wait := min(e.backoff, e.left+time.Millisecond)
-	e.timer.kind = timerReclaim
-	s.timers.schedule(&e.timer, s.now().Add(wait))
-	s.rearm()
-}
-
-func (s *Shard) onTimer(it *timerItem) {
-	switch it.kind {
-	case timerSettle:
-		if e := it.e; s.entries[e.key] == e {
-			s.settleDue(e)
-		}
-	case timerRenew:
-		if e := it.e; e.phase == phRunning && !e.lost {
-			o := s.newOp(e)
-			o.Kind, o.Key, o.Token, o.Lease = store.OpRenew, e.key, e.token, e.lease
-			s.submit(o)
-		}
-	case timerReclaim:
-		if e := it.e; e.phase == phRemote {
-			s.restart(e)
-		}
-	case timerLeaseEnd:
-		if e := it.e; s.entries[e.key] == e && s.leaseEnded(e) {
-			s.letGo(e)
-		}
-	case timerRetry:
-		switch e := it.e; e.phase {
-		case phFinishing:
-			s.complete(e)
-		case phReleasing:
-			s.sendRelease(e)
-		}
-	}
-}
-
-func (s *Shard) renewed(e *entry, o *op) {
-	if e.phase != phRunning || o.Token != e.token || e.lost || e.owner.NoRenew {
-		// An answer for an earlier owner, or for a run already over: it
-		// changes nothing (a hard lease stays hard).
-		return
-	}
-	switch {
-	case o.Err == nil:
-		e.leaseAt = o.sent
-		s.scheduleRenew(e, e.leaseAt)
-	case errors.Is(o.Err, store.ErrLeaseLost):
-		if e.owner.finishing.Load() {
-			return // the owner completed the key itself meanwhile
-		}
-		e.lost = true
-		s.cfg.Logger.Warn("idem: lease lost while the function runs; its result will be refused", "key", e.key)
-		e.owner.stop(store.ErrLeaseLost)
-	default:
-		s.cfg.Logger.Warn("idem: renewing a lease failed; retrying", "key", e.key, "err", o.Err)
-		if !s.now().Before(e.leaseAt.Add(e.lease)) {
-			// The lease may have run out, and another instance may take the
-			// key over: tell fn to stop. Its result is still offered to the
-			// store, which refuses it if the key was taken over.
-			e.owner.stop(store.ErrLeaseLost)
-		}
-		s.scheduleRenew(e, s.now())
-	}
-}

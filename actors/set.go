@@ -221,14 +221,15 @@ func (set *Set) close(ctx context.Context) error {
 		set.sys.stop(s)
 	}
 	for _, s := range set.shards {
-		switch {
-		case s.io == nil:
-		case err != nil:
-			// Past the deadline: a store batch still out finishes (within
-			// StoreTimeout) on its own, and its results go nowhere.
-			s.io.Halt()
-		default:
-			s.io.Stop()
+		for _, p := range s.parts {
+			if err != nil {
+				// Past the deadline: a store batch still out finishes
+				// (within StoreTimeout) on its own, and its results go
+				// nowhere.
+				p.io.Halt()
+			} else {
+				p.io.Stop()
+			}
 		}
 	}
 	set.observeMu.Lock() // waits for observer calls under way

@@ -57,20 +57,25 @@ type Shard struct {
 	root     *actor.RootContext
 	pid      *actor.PID
 	worker   *mailbox.Worker
-	io       *mailbox.Worker
 	inline   bool
 	cache    *lru.Cache[string, Cached]
 	gate     mailbox.Gate
 
+	// partitioner splits the store's batches (nil: one partition).
+	partitioner store.Partitioner
+
 	// Owned by the actor's goroutine.
-	entries     map[string]*entry
+	entries     map[string]*keyState
+	stepCfg     stepConfig
+	fx          effects // the effects of the step in hand, reused
+	inlineDone  []*op   // answered in-process operations still to handle
 	timers      timerHeap
 	armed       clock.Timer
 	armedAt     time.Time
 	armGen      uint64
-	commit      *mailbox.Committer[*op]
+	parts       map[int]*partition
 	freeOps     []*op
-	freeEntries []*entry
+	freeEntries []*keyState
 	closing     bool
 	drained     chan struct{}
 	drainClosed bool
@@ -109,30 +114,19 @@ func (s *Shard) warnStore(op, key string, err error) {
 func newShard(cfg *Config) *Shard {
 	s := &Shard{
 		cfg:     cfg,
-		entries: make(map[string]*entry),
+		entries: make(map[string]*keyState),
 		drained: make(chan struct{}),
 	}
+	s.stepCfg = stepConfig{pollMost: cfg.PollInterval, waker: cfg.wakerID != ""}
+	s.partitioner, _ = cfg.Store.(store.Partitioner)
 	s.gate.SetLimit(cfg.MaxPending)
 	if cfg.CacheEntries > 0 {
 		s.cache, _ = lru.New[string, Cached](cfg.CacheEntries)
 	}
 	s.newOwner = cfg.newOwner // NewSet gives each shard its own otherwise
 	_, s.inline = cfg.Store.(store.InProcess)
-	if !s.inline {
-		s.io = mailbox.NewWorker()
-	}
-	s.commit = mailbox.NewCommitter(cfg.MaxBatch, s.flush)
 	return s
 }
-
-// Inline reports whether the shard's store lives in process (see
-// store.InProcess). Owners then complete their key in the store themselves and
-// hand the shard a Finish with Stored set, without waiting for the actor:
-// one actor round trip per execution instead of two.
-func (s *Shard) Inline() bool { return s.inline }
-
-// Store returns the store the shard uses.
-func (s *Shard) Store() store.Store { return s.cfg.Store }
 
 // Enter admits a request into the shard, or reports false when MaxPending
 // requests are already pending. Every admitted request must Leave.
@@ -233,6 +227,7 @@ func (a *shardActor) Receive(c actor.Context) { (*Shard)(a).receive(c) }
 
 func (s *Shard) receive(c actor.Context) {
 	defer s.recoverPanic(c.Message())
+	defer s.drainInline()
 	switch m := c.Message().(type) {
 	case *requestMsg:
 		s.onRequest((*Request)(m))
@@ -241,7 +236,7 @@ func (s *Shard) receive(c actor.Context) {
 	case *abandon:
 		s.onAbandon(m.req)
 	case *batchDone:
-		s.onBatch(m.ops)
+		s.onBatch(m)
 	case *tick:
 		s.onTick(m)
 	case *wake:
@@ -269,21 +264,6 @@ func (s *Shard) recoverPanic(msg any) {
 	if p := recover(); p != nil {
 		s.cfg.Logger.Error("idem: shard actor recovered from a panic",
 			"panic", fmt.Sprint(p), "message", fmt.Sprintf("%T", msg), "stack", string(debug.Stack()))
-	}
-}
-
-// reply answers r without blocking: r.Reply has room for one reply per
-// phase, and a caller that left no longer reads it.
-func (s *Shard) reply(r *Request, rep Reply) {
-	if r.where == gone {
-		return
-	}
-	r.where = nowhere
-	rep.Waited = r.waited
-	select {
-	case r.Reply <- rep:
-	default:
-		s.cfg.Logger.Error("idem: reply channel full", "key", r.Key)
 	}
 }
 
@@ -318,48 +298,11 @@ func (s *Shard) onTick(m *tick) {
 	s.rearm()
 }
 
-func (s *Shard) onClosing() {
-	s.closing = true
-	for _, e := range s.entries {
-		s.answerWaiters(e, Reply{Kind: Failed, Code: FailClosed})
-		switch e.phase {
-		case phClaiming:
-			s.reply(e.owner, Reply{Kind: Failed, Code: FailClosed})
-			e.owner.where = gone
-		case phRunning:
-			e.owner.stop(errClosing)
-		case phRemote:
-			s.deleteEntry(e)
-		}
-	}
-	s.checkDrained()
-}
-
 // checkDrained closes drained once a closing shard holds no key and no
 // batch: every owner's result is stored or released.
 func (s *Shard) checkDrained() {
-	if s.closing && !s.drainClosed && len(s.entries) == 0 && !s.commit.InFlight() {
+	if s.closing && !s.drainClosed && len(s.entries) == 0 && !s.inFlight() {
 		s.drainClosed = true
 		close(s.drained)
 	}
 }
-
-func (s *Shard) onStopping() {
-	if s.armed != nil {
-		s.armed.Stop()
-		s.armed = nil
-	}
-	closed := Reply{Kind: Failed, Code: FailClosed}
-	for _, e := range s.entries {
-		s.answerWaiters(e, closed)
-		if e.owner != nil {
-			e.owner.stop(errClosing)
-			s.reply(e.owner, closed)
-		}
-		s.deleteEntry(e)
-	}
-}
-
-// errClosing is the cause given to an owner's context when the runtime
-// closes while its function runs.
-var errClosing = fmt.Errorf("%w: runtime closing", store.ErrClosed)

@@ -23,7 +23,7 @@ type timerItem struct {
 	at   time.Time
 	kind timerKind
 	idx  int // position in the heap, -1 when not in it
-	e    *entry
+	e    *keyState
 }
 
 // timerHeap is a min-heap of deadlines with removal by index. One clock

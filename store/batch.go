@@ -94,3 +94,13 @@ func RunOne(ctx context.Context, s Store, op *Op) {
 		op.Err = ErrInvalidArgument
 	}
 }
+
+// Partitioner is implemented by stores whose keys live in independent
+// partitions (a Redis Cluster's masters). The runtime batches each
+// partition's operations apart, with one batch in flight per partition, so
+// that a slow or failing partition delays only its own keys.
+type Partitioner interface {
+	// Partition returns key's partition: a small non-negative number, the
+	// same for a key until the store's layout changes.
+	Partition(key string) int
+}

@@ -35,3 +35,11 @@ func IsContract(err error) bool {
 		errors.Is(err, ErrInProgress) || errors.Is(err, ErrInvalidKey) ||
 		errors.Is(err, ErrInvalidArgument)
 }
+
+// Retryable reports whether an operation that failed with err may succeed
+// if sent again: a failure of the store itself (a network error, a
+// timeout), as opposed to one of the contract's answers, a closed store,
+// or a record the store cannot read.
+func Retryable(err error) bool {
+	return err != nil && !IsContract(err) && !errors.Is(err, ErrClosed) && !errors.Is(err, ErrCorrupt)
+}

@@ -157,6 +157,19 @@ type InProcess interface {
 	InProcess()
 }
 
+// OwnerCompleter is implemented by stores in which the owner of a key
+// completes it itself, on its own goroutine, as soon as its function
+// returns: the record goes to the store without a hop through the shard's
+// batches, and the shard learns the store's answer from the owner. A store
+// implements it when its Complete is cheap enough to run there (memstore:
+// it never waits on I/O). The runtime still retries a Complete such a
+// store failed, from the shard, as for any store.
+type OwnerCompleter interface {
+	Store
+	// OwnerCompletes marks the capability; it does nothing.
+	OwnerCompletes()
+}
+
 // Waker is implemented by stores that can tell an instance when a key it
 // waits on, held by another instance, settles.
 type Waker interface {

@@ -71,9 +71,10 @@ type Store struct {
 }
 
 var (
-	_ store.Store     = (*Store)(nil)
-	_ store.InProcess = (*Store)(nil)
-	_ store.Waker     = (*Store)(nil)
+	_ store.Store          = (*Store)(nil)
+	_ store.InProcess      = (*Store)(nil)
+	_ store.OwnerCompleter = (*Store)(nil)
+	_ store.Waker          = (*Store)(nil)
 )
 
 // New returns an empty Store.
@@ -95,6 +96,10 @@ func New(opts Options) *Store {
 
 // InProcess marks the store as one that never waits on I/O.
 func (s *Store) InProcess() {}
+
+// OwnerCompletes marks the store as one in which an owner completes its key
+// itself (see store.OwnerCompleter).
+func (s *Store) OwnerCompletes() {}
 
 // Close makes every later operation fail with store.ErrClosed and drops all
 // records. It is idempotent.

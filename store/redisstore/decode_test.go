@@ -105,7 +105,11 @@ func TestHandSetTimesAreCorrupt(t *testing.T) {
 	// The limits themselves are records the store can have written.
 	for key, ttl := range map[string]int64{"ttl-100y": maxMs, "ttl-1ms": 1} {
 		write(key, completed(ttl), ttl)
-		if _, err := s.Get(ctx, key); err != nil {
+		_, err := s.Get(ctx, key)
+		if ttl == 1 && errors.Is(err, store.ErrNotFound) {
+			continue // it lived its millisecond before the Get came (a loaded machine): not corrupt either
+		}
+		if err != nil {
 			t.Errorf("%s: Get = %v", key, err)
 		}
 	}

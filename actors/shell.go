@@ -1,0 +1,258 @@
+package actors
+
+// The shell around the transition function: the shard's messages become
+// events for the key they concern, and the effects of each step are
+// performed here, in a fixed order (timers, stops, cache, answers, dropped
+// requests, warnings, store operations, forgetting the key).
+
+import (
+	"time"
+
+	"github.com/idemrt/idem/store"
+)
+
+func (s *Shard) newEntry(key string) *keyState {
+	var e *keyState
+	if n := len(s.freeEntries); n > 0 {
+		e = s.freeEntries[n-1]
+		s.freeEntries = s.freeEntries[:n-1]
+	} else {
+		e = new(keyState)
+	}
+	e.key = key
+	e.noCache = s.clearing[key] > 0
+	e.timer = timerItem{idx: -1, e: e}
+	e.settleTimer = timerItem{idx: -1, kind: timerSettle, e: e}
+	s.entries[key] = e
+	s.nEntries.Add(1)
+	return e
+}
+
+func (s *Shard) deleteEntry(e *keyState) {
+	if s.entries[e.key] != e {
+		return
+	}
+	s.timers.cancel(&e.timer)
+	s.timers.cancel(&e.settleTimer)
+	delete(s.entries, e.key)
+	s.nEntries.Add(-1)
+	// Reuse the state, unless an operation still refers to it (its result
+	// will find the key gone and be dropped).
+	if e.ops == 0 && len(s.freeEntries) < maxFree {
+		waiters := e.waiters[:0]
+		*e = keyState{waiters: waiters}
+		s.freeEntries = append(s.freeEntries, e)
+	}
+	s.checkDrained()
+}
+
+// step moves e by ev and performs the effects.
+func (s *Shard) step(e *keyState, ev event) {
+	ev.now = s.now()
+	ev.closing = s.closing
+	fx := &s.fx
+	fx.reset()
+	e.step(&s.stepCfg, ev, fx)
+	s.perform(e, fx)
+}
+
+// perform does what a step asked for. e is nil for a Finish that found no
+// key (only answers and dropped requests then).
+func (s *Shard) perform(e *keyState, fx *effects) {
+	if e != nil {
+		for _, t := range fx.timers {
+			it := &e.timer
+			if t.settle {
+				it = &e.settleTimer
+			}
+			if t.at.IsZero() {
+				s.timers.cancel(it)
+				continue
+			}
+			it.kind = t.kind
+			s.timers.schedule(it, t.at)
+		}
+		if len(fx.timers) > 0 {
+			s.rearm()
+		}
+	}
+	for _, st := range fx.stops {
+		st.req.stop(st.cause)
+	}
+	if fx.cacheSet && s.cache != nil {
+		s.cache.Add(e.key, fx.cache)
+	}
+	for i := range fx.answers {
+		a := &fx.answers[i]
+		select {
+		case a.req.Reply <- a.rep:
+		default:
+			s.cfg.Logger.Error("idem: reply channel full", "key", a.req.Key)
+		}
+	}
+	for _, r := range fx.drops {
+		r.unref()
+	}
+	for _, w := range fx.warns {
+		if w.store {
+			s.warnStore(w.op, e.key, w.err)
+		} else if w.err != nil {
+			s.cfg.Logger.Warn(w.msg, "key", e.key, "err", w.err)
+		} else {
+			s.cfg.Logger.Warn(w.msg, "key", e.key)
+		}
+	}
+	if fx.waiters != 0 {
+		s.nWaiters.Add(int64(fx.waiters))
+	}
+	for i := range fx.ops {
+		s.submitOp(e, &fx.ops[i])
+	}
+	if fx.done {
+		s.deleteEntry(e)
+	}
+}
+
+// reply answers r outside a step (a closing shard, an LRU hit).
+func (s *Shard) reply(r *Request, rep Reply) {
+	fx := &s.fx
+	fx.reset()
+	answerTo(fx, r, rep)
+	s.perform(nil, fx)
+}
+
+func (s *Shard) onRequest(r *Request) {
+	if s.closing {
+		s.reply(r, Reply{Kind: Failed, Code: FailClosed})
+		return
+	}
+	// The caller looked in the LRU before sending, but the key may have
+	// completed since (its owner's Finish came first in this mailbox).
+	if c := s.Lookup(r.Key, s.now()); c != nil {
+		s.reply(r, Reply{Kind: Settled, Result: c})
+		return
+	}
+	e := s.entries[r.Key]
+	if e == nil {
+		e = s.newEntry(r.Key)
+	}
+	s.step(e, event{kind: evArrive, req: r})
+}
+
+func (s *Shard) onAbandon(r *Request) {
+	e := s.entries[r.Key]
+	if e == nil {
+		if r.where != nowhere {
+			r.where = gone
+		}
+		return
+	}
+	s.step(e, event{kind: evLeave, req: r})
+}
+
+func (s *Shard) onFinish(f *Finish) {
+	e := s.entries[f.Req.Key]
+	if e == nil {
+		fx := &s.fx
+		fx.reset()
+		staleFinish(f, fx)
+		s.perform(nil, fx)
+		return
+	}
+	s.step(e, event{kind: evFinish, fin: f})
+}
+
+// handle routes a finished store operation to its key, then frees it.
+func (s *Shard) handle(o *op) {
+	defer s.freeOp(o)
+	if o.forget != nil {
+		o.forget.reply <- o.Err
+		return
+	}
+	e := o.e
+	if s.entries[e.key] != e {
+		return // the key's state went away (shutdown) while the op was out
+	}
+	ev := event{op: &o.Op, sent: o.sent}
+	switch o.Kind {
+	case store.OpClaim:
+		ev.kind = evClaimed
+	case store.OpComplete:
+		ev.kind = evCompleted
+	case store.OpRelease:
+		ev.kind = evReleased
+	case store.OpRenew:
+		ev.kind = evRenewed
+	default:
+		return
+	}
+	s.step(e, ev)
+}
+
+func (s *Shard) onTimer(it *timerItem) {
+	e := it.e
+	if s.entries[e.key] != e {
+		return
+	}
+	if it.kind == timerSettle {
+		s.step(e, event{kind: evSettle})
+		return
+	}
+	s.step(e, event{kind: evTimer, timer: it.kind})
+}
+
+// onWake handles a store wake-up for key, or for every key ("": wake-ups
+// may have been lost).
+func (s *Shard) onWake(key string) {
+	if key != "" {
+		if e := s.entries[key]; e != nil {
+			s.step(e, event{kind: evWake})
+		}
+		return
+	}
+	for _, e := range s.entries {
+		s.step(e, event{kind: evWake})
+	}
+}
+
+func (s *Shard) onClosing() {
+	s.closing = true
+	for _, e := range s.entries {
+		s.step(e, event{kind: evClose})
+	}
+	s.checkDrained()
+}
+
+func (s *Shard) onStopping() {
+	if s.armed != nil {
+		s.armed.Stop()
+		s.armed = nil
+	}
+	for _, e := range s.entries {
+		s.step(e, event{kind: evStop})
+	}
+}
+
+func (s *Shard) onForget(m *forget) {
+	if s.closing {
+		m.reply <- store.ErrClosed
+		return
+	}
+	if e := s.entries[m.key]; e != nil {
+		m.reply <- store.ErrInProgress
+		return
+	}
+	if s.cache != nil {
+		s.cache.Remove(m.key)
+	}
+	o := s.newOp(nil)
+	o.forget, o.Kind, o.Key = m, store.OpForget, m.key
+	s.submit(o)
+}
+
+// leaseLeft is what is left of the lease of e's holder, as the shard sees
+// it now.
+func (s *Shard) leaseLeft(e *keyState) time.Duration {
+	m := mover{k: e, now: s.now()}
+	return m.leaseLeft()
+}
