@@ -184,26 +184,25 @@ func (rt *Runtime) clearPage(ctx context.Context, sc store.Scanner, prefix, curs
 	if len(keys) == 0 {
 		return next, nil
 	}
-	page := rt.set.BeginClear(keys)
-	defer page.End() // after the deletes: the shards may cache the keys again
-	busy, err := page.Wait(ctx)
+	ops := make([]*store.Op, len(keys)) // nil for a key in flight here
+	err = rt.set.Clear(ctx, keys, func(busy []bool) {
+		batch := make([]*store.Op, 0, len(keys))
+		for i, key := range keys {
+			if !busy[i] {
+				// Status Completed: "a result was deleted", unless the store
+				// says otherwise (see store.Op).
+				ops[i] = &store.Op{Kind: store.OpForget, Key: key, Result: store.ClaimResult{Status: store.Completed}}
+				batch = append(batch, ops[i])
+			}
+		}
+		if len(batch) > 0 {
+			bctx, cancel := rt.storeContext(ctx)
+			store.Run(bctx, rt.store, batch)
+			cancel()
+		}
+	})
 	if err != nil {
 		return "", clearErr(err)
-	}
-	ops := make([]*store.Op, len(keys)) // nil for a key in flight here
-	batch := make([]*store.Op, 0, len(keys))
-	for i, key := range keys {
-		if !busy[i] {
-			// Status Completed: "a result was deleted", unless the store
-			// says otherwise (see store.Op).
-			ops[i] = &store.Op{Kind: store.OpForget, Key: key, Result: store.ClaimResult{Status: store.Completed}}
-			batch = append(batch, ops[i])
-		}
-	}
-	if len(batch) > 0 {
-		bctx, cancel := rt.storeContext(ctx)
-		store.Run(bctx, rt.store, batch)
-		cancel()
 	}
 	return next, rt.countPage(ctx, keys, ops, opts, res)
 }

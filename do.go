@@ -102,27 +102,29 @@ func do[T any](ctx context.Context, rt *Runtime, key string, fn func(context.Con
 	if err := rt.refuse(ctx, key, c.err, fn == nil); err != nil {
 		return zero, NoOutcome, err
 	}
-	sh := rt.set.For(key)
-	if v, ok, err := replay[T](rt, sh, key, c.fp, c.codec); ok {
+	if v, ok, err := replay[T](rt, key, c.fp, c.codec); ok {
 		return v, settledOutcome(Replayed, err), err
 	}
+	req := newRequest(key, c)
 	// A call made from inside a function this runtime runs is part of a call
 	// already admitted: refusing it would fail the run that holds the slot.
-	if nested, _ := ctx.Value(nestedKey{}).(*Runtime); nested != rt {
-		if !sh.Enter() {
-			rt.warnOverload(key)
-			return zero, NoOutcome, keyErr(key, ErrOverloaded)
-		}
-		defer sh.Leave()
-	}
-	req := newRequest(key, c)
+	nested, _ := ctx.Value(nestedKey{}).(*Runtime)
+	req.NoAdmit = nested == rt
 	if st != nil {
 		st.sent = time.Now()
 	}
-	if !sh.Send(req) {
+	if err := rt.set.Send(req); err != nil {
+		req.Release()
+		if errors.Is(err, actors.ErrOverloaded) {
+			rt.warnOverload(key)
+			return zero, NoOutcome, keyErr(key, ErrOverloaded)
+		}
 		return zero, NoOutcome, keyErr(key, ErrClosed)
 	}
-	rep, err := rt.wait(ctx, sh, req, true)
+	if !req.NoAdmit {
+		defer rt.set.Leave(key)
+	}
+	rep, err := rt.wait(ctx, req, true)
 	if err != nil {
 		st.noteLeft()
 		return zero, NoOutcome, err
@@ -130,7 +132,7 @@ func do[T any](ctx context.Context, rt *Runtime, key string, fn func(context.Con
 	st.noteReply(rep)
 	switch rep.Kind {
 	case actors.Grant:
-		return own(ctx, rt, sh, req, rep.Token, fn, c, st)
+		return own(ctx, rt, req, &rep, fn, c, st)
 	case actors.Settled:
 		req.Release()
 		out := Replayed
@@ -151,8 +153,8 @@ func do[T any](ctx context.Context, rt *Runtime, key string, fn func(context.Con
 // small stack, and growing it costs more than the call.)
 //
 //go:noinline
-func replay[T any](rt *Runtime, sh *actors.Shard, key string, fp []byte, codec Codec) (T, bool, error) {
-	hit, ok := sh.Hit(key, rt.clock.Now())
+func replay[T any](rt *Runtime, key string, fp []byte, codec Codec) (T, bool, error) {
+	hit, ok := rt.set.Hit(key, rt.clock.Now())
 	if !ok {
 		var zero T
 		return zero, false, nil
@@ -166,11 +168,12 @@ func replay[T any](rt *Runtime, sh *actors.Shard, key string, fp []byte, codec C
 // replay.)
 //
 //go:noinline
-func own[T any](ctx context.Context, rt *Runtime, sh *actors.Shard, req *actors.Request, token store.Token,
+func own[T any](ctx context.Context, rt *Runtime, req *actors.Request, grant *actors.Reply,
 	fn func(context.Context) (T, error), c *callOptions, st *callStats) (T, Outcome, error) {
 	// The owner lives on the heap: a goroutine may run fn.
-	o := &owner[T]{rt: rt, sh: sh, req: req, token: token, fn: fn,
-		fp: c.fp, codec: c.codec, classifier: c.classifier, waits: c.ownerWaits}
+	o := &owner[T]{rt: rt, req: req, fn: fn,
+		claim: claim{token: grant.Token, attempt: grant.Attempt, takeover: grant.Takeover},
+		fp:    c.fp, codec: c.codec, classifier: c.classifier, waits: c.ownerWaits}
 	v, out, err := o.execute(ctx, st)
 	if o.answered {
 		req.Release()
@@ -226,7 +229,7 @@ func settledOutcome(out Outcome, err error) Outcome {
 // a shard that is closing (see actors.Shard.Send). An owner waiting for the
 // answer to its Finish also watches the runtime's shutdown (owner), since a
 // forced Close can stop the shard before that Finish arrives.
-func (rt *Runtime) wait(ctx context.Context, sh *actors.Shard, req *actors.Request, leave bool) (actors.Reply, error) {
+func (rt *Runtime) wait(ctx context.Context, req *actors.Request, leave bool) (actors.Reply, error) {
 	var stopped <-chan struct{}
 	if !leave {
 		stopped = rt.set.Done()
@@ -247,7 +250,7 @@ func (rt *Runtime) wait(ctx context.Context, sh *actors.Shard, req *actors.Reque
 		default:
 		}
 		if leave {
-			sh.Abandon(req)
+			rt.set.Abandon(req)
 		}
 		return actors.Reply{}, ctx.Err()
 	case <-stopped:
@@ -293,7 +296,7 @@ func result[T any](key string, fp []byte, codec Codec, hit *actors.Cached) (T, e
 
 // failure turns a shard's failure reply into the caller's error.
 func failure(key string, rep actors.Reply) error {
-	switch rep.Code {
+	switch rep.Kind {
 	case actors.FailConflict:
 		return &ConflictError{Key: key, State: "in-progress", LeaseLeft: rep.LeaseLeft}
 	case actors.FailMismatch:
@@ -310,5 +313,5 @@ func failure(key string, rep actors.Reply) error {
 		}
 		return &StoreError{Key: key, Op: rep.Op.String(), Err: rep.Err}
 	}
-	return keyErr(key, fmt.Errorf("unexpected reply %d/%d", rep.Kind, rep.Code))
+	return keyErr(key, fmt.Errorf("unexpected reply %d", rep.Kind))
 }

@@ -47,7 +47,7 @@ func Get[T any](ctx context.Context, rt *Runtime, key string, opts ...CallOption
 	if err := rt.refuse(ctx, key, c.err, false); err != nil {
 		return zero, err
 	}
-	if hit, ok := rt.set.For(key).Hit(key, rt.clock.Now()); ok {
+	if hit, ok := rt.set.Hit(key, rt.clock.Now()); ok {
 		return result[T](key, c.fp, c.codec, &hit)
 	}
 	rec, err := rt.read(ctx, key, c.fp)
@@ -96,12 +96,18 @@ func (rt *Runtime) read(ctx context.Context, key string, fp []byte) (store.Recor
 }
 
 // inFlight asks key's shard whether it has calls of key in flight.
-func (rt *Runtime) inFlight(ctx context.Context, key string) (actors.InFlight, bool, error) {
-	fl, ok, err := rt.set.For(key).InFlight(ctx, key)
+func (rt *Runtime) inFlight(ctx context.Context, key string) (inFlight, bool, error) {
+	fp, left, ok, err := rt.set.InFlight(ctx, key)
 	if errors.Is(err, store.ErrClosed) {
 		err = keyErr(key, ErrClosed)
 	}
-	return fl, ok, err
+	return inFlight{Fingerprint: fp, LeaseLeft: left}, ok, err
+}
+
+// inFlight is what a shard knows of a key it has calls of in flight.
+type inFlight struct {
+	Fingerprint []byte
+	LeaseLeft   time.Duration
 }
 
 // inProgress is Get's answer for a key a run holds: ErrInProgress, or

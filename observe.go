@@ -203,11 +203,11 @@ func (st *callStats) noteLeft() {
 }
 
 // batchObserver adapts the Observer to the shards' batch events.
-func batchObserver(o Observer) func(actors.BatchEvent) {
+func batchObserver(o Observer) func(shard, ops, failed int, took time.Duration) {
 	if o == nil {
 		return nil
 	}
-	return func(ev actors.BatchEvent) {
-		o.OnStoreBatch(StoreBatchEvent{Shard: ev.Shard, Ops: ev.Ops, Failed: ev.Failed, Duration: ev.Duration})
+	return func(shard, ops, failed int, took time.Duration) {
+		o.OnStoreBatch(StoreBatchEvent{Shard: shard, Ops: ops, Failed: failed, Duration: took})
 	}
 }

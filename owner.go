@@ -20,9 +20,8 @@ import (
 // that it stays small: every execution allocates one.
 type owner[T any] struct {
 	rt         *Runtime
-	sh         *actors.Shard
 	req        *actors.Request
-	token      store.Token // the claim's token
+	claim      claim // what the store's grant said of the claim
 	fn         func(context.Context) (T, error)
 	fp         []byte
 	codec      Codec
@@ -34,6 +33,13 @@ type owner[T any] struct {
 	// rc is fn's context, kept here so that it costs no allocation of its
 	// own.
 	rc runCtx
+}
+
+// claim is what the store said of an owner's claim when it granted it.
+type claim struct {
+	token    store.Token // its fencing token and owner
+	attempt  int         // 1 for the first claim granted to callers of the key here, 2 after a hand-off...
+	takeover bool        // taken over from an owner whose lease had ended
 }
 
 // execute runs fn as the key's owner, hands the outcome to the shard and
@@ -56,7 +62,7 @@ func (o *owner[T]) execute(ctx context.Context, st *callStats) (T, Outcome, erro
 		go o.run()
 	}
 	var zero T
-	rep, err := o.rt.wait(ctx, o.sh, o.req, false)
+	rep, err := o.rt.wait(ctx, o.req, false)
 	if err != nil {
 		// fn may still run and send its Finish: req stays as it is.
 		return zero, Executed, err
@@ -94,7 +100,7 @@ func (o *owner[T]) run() {
 				f.Err = fmt.Errorf("idem: %s: function called runtime.Goexit", describeKey(o.req.Key))
 			}
 		}
-		o.sh.Finish(f)
+		o.rt.set.Finish(f)
 	}()
 	v, err := o.fn(&o.rc)
 	o.fill(f, v, withCause(&o.rc, err))
@@ -156,7 +162,7 @@ func (o *owner[T]) copiedByStore() bool { return o.rt.ownerCompletes }
 // owner itself.
 func (o *owner[T]) completeHere(f *actors.Finish) {
 	req := o.req
-	rec, err := o.rt.store.Complete(context.Background(), req.Key, o.token, f.Record, req.TTL)
+	rec, err := o.rt.store.Complete(context.Background(), req.Key, o.claim.token, f.Record, req.TTL)
 	f.Stored, f.StoreErr = true, err
 	if o.enc != nil {
 		// The store kept a copy; the shard may retry a refused Complete
@@ -179,9 +185,9 @@ func (o *owner[T]) completeHere(f *actors.Finish) {
 		if errors.Is(err, store.ErrLeaseLost) {
 			code = actors.FailLeaseLost
 		}
-		rep = actors.Reply{Kind: actors.Failed, Code: code, Op: store.OpComplete, Err: err}
+		rep = actors.Reply{Kind: code, Op: store.OpComplete, Err: err}
 	}
-	o.sh.Finish(f)
+	o.rt.set.Finish(f)
 	select {
 	case req.Reply <- rep:
 	default: // the shard shut down and answered the owner already

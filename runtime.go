@@ -130,7 +130,18 @@ type Stats struct {
 
 // Stats returns the runtime's counters: keys in flight, parked callers,
 // pending callers, store batches and operations.
-func (rt *Runtime) Stats() Stats { return Stats(rt.set.Stats()) }
+func (rt *Runtime) Stats() Stats {
+	shards := rt.set.Stats()
+	st := Stats{Shards: len(shards)}
+	for _, s := range shards {
+		st.InFlight += s.InFlight
+		st.Waiters += s.Waiters
+		st.Pending += s.Pending
+		st.Batches += s.Batches
+		st.Ops += s.Ops
+	}
+	return st
+}
 
 // ShardStats is a snapshot of one shard's counters.
 type ShardStats struct {
@@ -142,10 +153,10 @@ type ShardStats struct {
 // ShardStats returns each shard's counters, by shard index: keys in
 // flight, parked callers, pending callers (against Options.MaxPending).
 func (rt *Runtime) ShardStats() []ShardStats {
-	shards := rt.set.ShardStats()
+	shards := rt.set.Stats()
 	out := make([]ShardStats, len(shards))
 	for i, st := range shards {
-		out[i] = ShardStats(st)
+		out[i] = ShardStats{InFlight: st.InFlight, Waiters: st.Waiters, Pending: st.Pending}
 	}
 	return out
 }
@@ -172,7 +183,7 @@ func (rt *Runtime) Forget(ctx context.Context, key string) error {
 	if rt.closed.Load() {
 		return keyErr(key, ErrClosed)
 	}
-	err := rt.set.For(key).Forget(ctx, key)
+	err := rt.set.Forget(ctx, key)
 	switch {
 	case err == nil:
 		return nil

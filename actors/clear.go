@@ -12,25 +12,39 @@ import (
 	"github.com/idemrt/idem/store"
 )
 
-// ClearPage is one page of a runtime's Clear, spread over the shards of its
-// keys. Begin it with [Set.BeginClear], [ClearPage.Wait] for the shards'
-// answers, delete the keys they allow from the store, then
-// [ClearPage.End] it.
+// Clear runs one page of a runtime's Clear over the shards of its keys: it
+// asks them which keys may be deleted, calls del with the answer (busy[i]
+// for keys[i] in flight on its shard; del deletes the others from the
+// store), then tells the shards the deletes are over. It returns
+// store.ErrClosed when a shard is closing, or ctx's error when ctx ends
+// before every shard answered; del is not called then.
 //
 // A shard allows a key that has no entry (no caller in flight on it): it
 // drops the key from its LRU at once and, until End, caches nothing for it,
 // so that a call of the key that reads the record before the store deletes
 // it does not bring the deleted result back into the LRU. A key with an
 // entry is busy: its run goes on, and its result is kept.
-type ClearPage struct {
+func (set *Set) Clear(ctx context.Context, keys []string, del func(busy []bool)) error {
+	page := set.beginClear(keys)
+	defer page.end() // after the deletes: the shards may cache the keys again
+	busy, err := page.wait(ctx)
+	if err != nil {
+		return err
+	}
+	del(busy)
+	return nil
+}
+
+// clearPage is one page of a Clear, spread over the shards of its keys.
+type clearPage struct {
 	set   *Set
 	n     int // keys in the page
 	parts []*clearPart
 }
 
-// clearPart is the part of a ClearPage on one shard.
+// clearPart is the part of a clearPage on one shard.
 type clearPart struct {
-	s    *Shard
+	s    *shard
 	keys []string
 	idx  []int // the index of each key in the page
 	// Written by the actor before done is closed; read-only after.
@@ -43,14 +57,14 @@ type clearPart struct {
 // endClear tells a shard that the store deletes of a page part are over.
 type endClear struct{ p *clearPart }
 
-// BeginClear asks the shards of keys which of them may be deleted. The
+// beginClear asks the shards of keys which of them may be deleted. The
 // message goes to every shard before any answer is awaited. The caller
-// must call End once, whatever Wait returns.
-func (set *Set) BeginClear(keys []string) *ClearPage {
-	page := &ClearPage{set: set, n: len(keys)}
-	byShard := make(map[*Shard]*clearPart)
+// must call end once, whatever wait returns.
+func (set *Set) beginClear(keys []string) *clearPage {
+	page := &clearPage{set: set, n: len(keys)}
+	byShard := make(map[*shard]*clearPart)
 	for i, k := range keys {
-		s := set.For(k)
+		s := set.shardOf(k)
 		p := byShard[s]
 		if p == nil {
 			p = &clearPart{s: s, done: make(chan struct{})}
@@ -70,10 +84,10 @@ func (set *Set) BeginClear(keys []string) *ClearPage {
 	return page
 }
 
-// Wait returns, for each key given to BeginClear, whether it is busy (in
+// wait returns, for each key given to beginClear, whether it is busy (in
 // flight on its shard); the others may be deleted. It returns store.ErrClosed
 // when a shard is closing, or ctx's error when ctx ends first.
-func (page *ClearPage) Wait(ctx context.Context) ([]bool, error) {
+func (page *clearPage) wait(ctx context.Context) ([]bool, error) {
 	busy := make([]bool, page.n)
 	for _, p := range page.parts {
 		select {
@@ -93,10 +107,10 @@ func (page *ClearPage) Wait(ctx context.Context) ([]bool, error) {
 	return busy, nil
 }
 
-// End tells every shard of the page that its store deletes are over: each
+// end tells every shard of the page that its store deletes are over: each
 // caches its allowed keys again. Call it once, after the deletes, also when
-// Wait failed or ctx ended: a shard that allowed keys waits for it.
-func (page *ClearPage) End() {
+// wait failed or ctx ended: a shard that allowed keys waits for it.
+func (page *clearPage) end() {
 	select {
 	case <-page.set.done:
 		return // the shards are gone, and their LRUs with them
@@ -111,7 +125,7 @@ func (page *ClearPage) End() {
 
 // onClear answers a page part: a key with an entry is busy; any other is
 // dropped from the LRU and marked as being cleared until the part ends.
-func (s *Shard) onClear(p *clearPart) {
+func (s *shard) onClear(p *clearPart) {
 	defer close(p.done)
 	if s.closing {
 		p.closed = true
@@ -135,7 +149,7 @@ func (s *Shard) onClear(p *clearPart) {
 
 // onEndClear ends a page part: its allowed keys may be cached again (by
 // entries created from now on: see entry.noCache).
-func (s *Shard) onEndClear(p *clearPart) {
+func (s *shard) onEndClear(p *clearPart) {
 	if p.closed {
 		return
 	}
@@ -187,7 +201,7 @@ func (set *Set) DropCached(ctx context.Context, prefix string) error {
 	return nil
 }
 
-func (s *Shard) onDropCached(m *dropCached) {
+func (s *shard) onDropCached(m *dropCached) {
 	defer close(m.done)
 	if s.cache == nil {
 		return

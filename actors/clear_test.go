@@ -1,6 +1,6 @@
 package actors
 
-// White-box tests of a Clear's page on one shard (see ClearPage): a key in
+// White-box tests of a Clear's page on one shard (see Set.Clear): a key in
 // flight is busy; another leaves the LRU, and an entry made for it before
 // the page ends caches nothing, whatever it finds or stores.
 
@@ -21,7 +21,7 @@ func (h *harness) runToCache(key string) {
 	h.op(store.OpComplete)
 	h.run()
 	h.want(r, Reply{Kind: Settled})
-	if h.s.Lookup(key, h.clk.Now()) == nil {
+	if h.s.lookup(key, h.clk.Now()) == nil {
 		h.t.Fatalf("%q not cached after its run", key)
 	}
 }
@@ -46,7 +46,7 @@ func TestClearPageBusyAndAllowed(t *testing.T) {
 	if p.closed || !p.busy[0] || p.busy[1] || p.busy[2] {
 		t.Fatalf("busy = %v, closed %v; want only the key in flight busy", p.busy, p.closed)
 	}
-	if h.s.Lookup("cached", h.clk.Now()) != nil {
+	if h.s.lookup("cached", h.clk.Now()) != nil {
 		t.Fatal("an allowed key is still cached")
 	}
 	h.s.onEndClear(p)
@@ -72,7 +72,7 @@ func TestClearPageEntriesCacheNothing(t *testing.T) {
 	if rep := h.reply(r); rep.Kind != Settled {
 		t.Fatalf("a call during the delete: %s, want the record", fmtReply(rep))
 	}
-	if h.s.Lookup("found", h.clk.Now()) != nil {
+	if h.s.lookup("found", h.clk.Now()) != nil {
 		t.Fatal("the record found during the delete was cached")
 	}
 
@@ -82,7 +82,7 @@ func TestClearPageEntriesCacheNothing(t *testing.T) {
 	h.op(store.OpComplete)
 	h.run()
 	h.want(r, Reply{Kind: Settled})
-	if h.s.Lookup("stored", h.clk.Now()) != nil {
+	if h.s.lookup("stored", h.clk.Now()) != nil {
 		t.Fatal("a result stored during the delete was cached")
 	}
 
@@ -98,7 +98,7 @@ func TestClearPageEntriesCacheNothing(t *testing.T) {
 	h.op(store.OpClaim)
 	h.run()
 	h.reply(r)
-	if h.s.Lookup("found", h.clk.Now()) == nil {
+	if h.s.lookup("found", h.clk.Now()) == nil {
 		t.Fatal("not cached once the pages ended")
 	}
 	h.idle()
@@ -109,8 +109,8 @@ func TestClearPageOnClosingShard(t *testing.T) {
 	h.runToCache("k")
 	h.s.onClosing()
 	p := h.clearKeys("k")
-	if !p.closed || h.s.Lookup("k", h.clk.Now()) == nil {
-		t.Fatalf("closing shard: closed %v, key dropped %v; want the part refused", p.closed, h.s.Lookup("k", h.clk.Now()) == nil)
+	if !p.closed || h.s.lookup("k", h.clk.Now()) == nil {
+		t.Fatalf("closing shard: closed %v, key dropped %v; want the part refused", p.closed, h.s.lookup("k", h.clk.Now()) == nil)
 	}
 	h.s.onEndClear(p) // a refused part ends as a no-op
 	if len(h.s.clearing) != 0 {
@@ -127,7 +127,7 @@ func TestDropCachedByPrefix(t *testing.T) {
 	h.s.onDropCached(m)
 	<-m.done
 	for k, want := range map[string]bool{"a:1": false, "a:2": false, "b:1": true} {
-		if got := h.s.Lookup(k, h.clk.Now()) != nil; got != want {
+		if got := h.s.lookup(k, h.clk.Now()) != nil; got != want {
 			t.Errorf("%q cached: %v, want %v", k, got, want)
 		}
 	}

@@ -25,7 +25,7 @@
 // A key's record leaves the store through its shard: a Forget is the
 // shard's own store operation, refused while the key has an entry; a
 // runtime's Clear asks the shards which keys of a page it may delete
-// ([ClearPage]): a key with an entry is skipped, the others leave the LRU,
+// ([Set.Clear]): a key with an entry is skipped, the others leave the LRU,
 // and an entry created before the store's delete is done caches nothing.
 // Neither brings a deleted result back into the LRU.
 //

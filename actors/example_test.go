@@ -30,17 +30,18 @@ func ExampleNewSet() {
 	defer set.Close(ctx)
 
 	call := func() actors.Reply {
-		sh := set.For("k")
 		r := &actors.Request{Key: "k", Lease: time.Minute, TTL: time.Hour, Settle: time.Second,
 			Reply: make(chan actors.Reply, 1)}
-		sh.Send(r)
+		if err := set.Send(r); err != nil {
+			panic(err)
+		}
 		rep := <-r.Reply
 		if rep.Kind != actors.Grant {
 			return rep
 		}
 		// This caller owns the key: run, then finish.
 		r.Finish = actors.Finish{Req: r, Kind: actors.Success, Record: store.Record{Value: []byte(`"done"`)}, Value: "done"}
-		sh.Finish(&r.Finish)
+		set.Finish(&r.Finish)
 		return <-r.Reply
 	}
 	first, second := call(), call()

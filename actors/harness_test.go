@@ -39,7 +39,7 @@ var t0 = time.Date(2026, time.January, 1, 12, 0, 0, 0, time.UTC)
 
 type harness struct {
 	t       *testing.T
-	s       *Shard
+	s       *shard
 	clk     *clock.Fake
 	mem     *memstore.Store
 	inbox   *inbox
@@ -189,7 +189,7 @@ func (h *harness) ask(key string, mods ...func(*Request)) *Request {
 }
 
 // finish hands the shard r's Finish, as the owner does when fn returns.
-func (h *harness) finish(r *Request, kind FinishKind, err error) {
+func (h *harness) finish(r *Request, kind Kind, err error) {
 	f := &r.Finish
 	*f = Finish{Req: r, Kind: kind, Err: err}
 	if kind == Success {
@@ -198,18 +198,23 @@ func (h *harness) finish(r *Request, kind FinishKind, err error) {
 	h.s.onFinish(f)
 }
 
+// cancelFunc is a function as a run's canceler.
+type cancelFunc func(error)
+
+func (f cancelFunc) CancelRun(cause error) { f(cause) }
+
 // watch publishes a cancel function for r's run and returns what it was
 // called with, if anything, at the time of the call.
 func watch(r *Request) func() error {
 	var mu sync.Mutex
 	var cause error
-	r.SetCancel(func(c error) {
+	r.SetCanceler(cancelFunc(func(c error) {
 		mu.Lock()
 		defer mu.Unlock()
 		if cause == nil {
 			cause = c
 		}
-	})
+	}))
 	return func() error {
 		mu.Lock()
 		defer mu.Unlock()
@@ -390,13 +395,13 @@ func (h *harness) noReply(rs ...*Request) {
 	}
 }
 
-// want checks r's one pending reply against want: Kind, Code, Token,
+// want checks r's one pending reply against want: Kind, Token,
 // Joined, Waited, Op and LeaseLeft exactly; Err with errors.Is (nil: none).
 // It returns the reply for further checks.
 func (h *harness) want(r *Request, want Reply) Reply {
 	h.t.Helper()
 	got := h.reply(r)
-	ok := got.Kind == want.Kind && got.Code == want.Code && got.Token == want.Token &&
+	ok := got.Kind == want.Kind && got.Token == want.Token &&
 		got.Joined == want.Joined && got.Waited == want.Waited && got.Op == want.Op &&
 		got.LeaseLeft == want.LeaseLeft
 	if want.Err == nil {
@@ -423,8 +428,8 @@ func (h *harness) grant(r *Request) store.Token {
 }
 
 func fmtReply(r Reply) string {
-	s := fmt.Sprintf("{Kind:%d Code:%d Token:%+v Joined:%v Waited:%v Op:%v LeaseLeft:%v Err:%v",
-		r.Kind, r.Code, r.Token, r.Joined, r.Waited, r.Op, r.LeaseLeft, r.Err)
+	s := fmt.Sprintf("{Kind:%d Token:%+v Joined:%v Waited:%v Op:%v LeaseLeft:%v Err:%v",
+		r.Kind, r.Token, r.Joined, r.Waited, r.Op, r.LeaseLeft, r.Err)
 	if r.Result != nil {
 		s += fmt.Sprintf(" Result:{Value:%v Record.Value:%q}", r.Result.Value, r.Result.Record.Value)
 	}

@@ -1,7 +1,6 @@
 package actors
 
 import (
-	"context"
 	"sync/atomic"
 	"time"
 
@@ -9,7 +8,7 @@ import (
 )
 
 // Request asks a shard for a key on behalf of one caller. The caller fills
-// the exported fields, sends it with [Shard.Send], and reads replies from
+// the exported fields, sends it with [Set.Send], and reads replies from
 // Reply: exactly one per phase (a Grant, then the answer to its Finish; or
 // one final answer).
 type Request struct {
@@ -23,14 +22,18 @@ type Request struct {
 	Settle time.Duration
 	// NoRenew keeps the lease from being renewed while the owner runs.
 	NoRenew bool
+	// NoAdmit skips the shard's admission (a call made from inside a run
+	// the runtime already admitted).
+	NoAdmit bool
 	Reply   chan Reply
 	// Finish is where the owner writes its Finish (one allocation for both).
 	Finish Finish
 
 	// canceler stops the owner's run; the caller writes it after a Grant,
 	// then sets cancelSet. lost is set by the actor when the run must stop.
-	canceler  Canceler
+	canceler  canceler
 	cancelSet atomic.Bool
+	shard     *shard // set by Send
 	lost      atomic.Pointer[error]
 
 	pool pooled // see NewRequest
@@ -55,27 +58,20 @@ const (
 	gone                  // the caller left; answers are dropped
 )
 
-// Canceler stops an owner's run with a cause (see Request.SetCanceler).
-type Canceler interface {
+// canceler stops an owner's run with a cause (see Request.SetCanceler).
+type canceler interface {
 	CancelRun(cause error)
 }
 
-// SetCanceler publishes what stops the owner's run. If the actor has
-// already asked the run to stop, it is stopped at once.
-func (r *Request) SetCanceler(c Canceler) {
+// SetCanceler publishes what stops the owner's run: its CancelRun(cause).
+// If the actor has already asked the run to stop, it is stopped at once.
+func (r *Request) SetCanceler(c interface{ CancelRun(cause error) }) {
 	r.canceler = c
 	r.cancelSet.Store(true)
 	if cause := r.lost.Load(); cause != nil {
 		c.CancelRun(*cause)
 	}
 }
-
-// SetCancel is SetCanceler for a cancel function.
-func (r *Request) SetCancel(cancel context.CancelCauseFunc) { r.SetCanceler(cancelFunc(cancel)) }
-
-type cancelFunc context.CancelCauseFunc
-
-func (f cancelFunc) CancelRun(cause error) { f(cause) }
 
 // stop cancels the owner's run with cause (from the actor).
 func (r *Request) stop(cause error) {
@@ -85,29 +81,20 @@ func (r *Request) stop(cause error) {
 	}
 }
 
-// ReplyKind says what a Reply carries.
-type ReplyKind uint8
+// Kind says what a Reply carries or how an owner's run ended (Finish).
+type Kind uint8
 
-// Kinds of replies.
+// Kinds of Reply.
 const (
 	// Grant: the caller owns the key; it runs its function and sends Finish.
-	Grant ReplyKind = iota + 1
+	Grant Kind = iota + 1
 	// Settled: the key's result (Result); for the owner, the answer to its
 	// Finish once the store acknowledged the record.
 	Settled
-	// Failed: the request failed; Code says why.
-	Failed
-)
-
-// FailCode says why a request failed.
-type FailCode uint8
-
-// Failure codes.
-const (
 	// FailConflict: the key is in progress and the caller may not (or may no
 	// longer) wait. LeaseLeft tells how long the holder's lease has left, if
 	// known.
-	FailConflict FailCode = iota + 1
+	FailConflict
 	// FailMismatch: the holder's fingerprint differs from the caller's.
 	FailMismatch
 	// FailClosed: the runtime is closing.
@@ -121,27 +108,10 @@ const (
 	FailOwner
 )
 
-// Reply is a shard's answer to a Request.
-type Reply struct {
-	Kind      ReplyKind
-	Code      FailCode
-	Token     store.Token // Grant
-	Claim     ClaimFacts  // Grant: the claim the store gave the owner
-	Result    *Cached     // Settled
-	Joined    bool        // Settled: the caller waited for an execution in flight
-	Waited    bool        // the request was parked before this reply
-	Err       error       // Failed: cause
-	Op        store.OpKind
-	LeaseLeft time.Duration
-}
-
-// FinishKind says how the owner's function ended.
-type FinishKind uint8
-
 // Kinds of Finish.
 const (
 	// Success: Record holds the encoded value.
-	Success FinishKind = iota + 1
+	Success Kind = iota + 16
 	// Permanent: Record holds the error to store and replay.
 	Permanent
 	// Transient: nothing is stored; the claim is released and one waiter,
@@ -152,16 +122,35 @@ const (
 	Panic
 )
 
+// Reply is a shard's answer to a Request.
+type Reply struct {
+	Kind Kind
+	// Grant: the claim the store gave the owner: its token, how many claims
+	// callers of the key were granted here since it last had none in flight
+	// (1 for the first, 2 for a waiter handed the key after a transient
+	// failure...), and whether it took the key over from an owner whose
+	// lease had ended.
+	Token     store.Token
+	Attempt   int
+	Takeover  bool
+	Result    *Cached // Settled
+	Joined    bool    // Settled: the caller waited for an execution in flight
+	Waited    bool    // the request was parked before this reply
+	Err       error   // a failure's cause
+	Op        store.OpKind
+	LeaseLeft time.Duration // FailConflict; Grant: the lease granted
+}
+
 // Finish is sent by an owner when its function has returned.
 type Finish struct {
 	Req    *Request
-	Kind   FinishKind
+	Kind   Kind
 	Record store.Record // Success, Permanent
 	Value  any          // Success: the value itself, for callers in this process
 	Err    error        // Permanent, Transient, Panic
 
-	// Stored is set when the owner completed the key in an in-process store
-	// itself (see [Shard.Inline]) and does not wait for an answer: Result is
+	// Stored is set when the owner completed the key in the store itself
+	// (see store.OwnerCompleter) and does not wait for an answer: Result is
 	// what the store kept, or StoreErr why it refused.
 	Stored   bool
 	Result   *Cached

@@ -23,7 +23,7 @@ type op struct {
 const maxFree = 256
 
 // newOp returns a blank op for e (nil for a forget), from the free list.
-func (s *Shard) newOp(e *keyState) *op {
+func (s *shard) newOp(e *keyState) *op {
 	var o *op
 	if n := len(s.freeOps); n > 0 {
 		o = s.freeOps[n-1]
@@ -38,7 +38,7 @@ func (s *Shard) newOp(e *keyState) *op {
 	return o
 }
 
-func (s *Shard) freeOp(o *op) {
+func (s *shard) freeOp(o *op) {
 	if o.e != nil {
 		o.e.ops--
 	}
@@ -49,7 +49,7 @@ func (s *Shard) freeOp(o *op) {
 }
 
 // submitOp turns a step's store operation into an op and sends it.
-func (s *Shard) submitOp(e *keyState, oe *opEffect) {
+func (s *shard) submitOp(e *keyState, oe *opEffect) {
 	o := s.newOp(e)
 	o.Kind, o.Key = oe.kind, e.key
 	switch oe.kind {
@@ -74,7 +74,7 @@ func (s *Shard) submitOp(e *keyState, oe *opEffect) {
 // submit runs o on the store: at once for an in-process store (its answer
 // is handled once the current message is done, see drainInline), else
 // through the group-commit batcher of o's partition.
-func (s *Shard) submit(o *op) {
+func (s *shard) submit(o *op) {
 	s.nOps.Add(1)
 	o.sent = s.now()
 	if s.inline {
@@ -90,7 +90,7 @@ func (s *Shard) submit(o *op) {
 // drainInline handles the answers of the in-process store's operations,
 // each as its own event, until none is left: a step never runs inside
 // another.
-func (s *Shard) drainInline() {
+func (s *shard) drainInline() {
 	for i := 0; i < len(s.inlineDone); i++ {
 		o := s.inlineDone[i]
 		s.inlineDone[i] = nil
@@ -110,7 +110,7 @@ type partition struct {
 
 // partFor returns the partition of key (see store.Partitioner), created on
 // first use.
-func (s *Shard) partFor(key string) *partition {
+func (s *shard) partFor(key string) *partition {
 	i := 0
 	if s.partitioner != nil {
 		i = s.partitioner.Partition(key)
@@ -128,7 +128,7 @@ func (s *Shard) partFor(key string) *partition {
 }
 
 // inFlight reports whether any partition has a batch out.
-func (s *Shard) inFlight() bool {
+func (s *shard) inFlight() bool {
 	for _, p := range s.parts {
 		if p.commit.InFlight() {
 			return true
@@ -137,7 +137,7 @@ func (s *Shard) inFlight() bool {
 	return false
 }
 
-func (s *Shard) storeContext() (context.Context, context.CancelFunc) {
+func (s *shard) storeContext() (context.Context, context.CancelFunc) {
 	if s.cfg.StoreTimeout <= 0 {
 		return context.Background(), func() {}
 	}
@@ -146,7 +146,7 @@ func (s *Shard) storeContext() (context.Context, context.CancelFunc) {
 
 // flush starts one batch of partition p on its I/O worker; its results come
 // back to the actor as a batchDone message.
-func (s *Shard) flush(p *partition, batch []*op) {
+func (s *shard) flush(p *partition, batch []*op) {
 	s.nBatches.Add(1)
 	ops := make([]*store.Op, len(batch))
 	for i, o := range batch {
@@ -159,23 +159,22 @@ func (s *Shard) flush(p *partition, batch []*op) {
 		store.Run(ctx, storage, ops)
 		took := time.Since(start)
 		cancel()
-		var ev BatchEvent
+		failed := 0
 		if observe != nil {
-			ev = BatchEvent{Shard: s.index, Ops: len(ops), Duration: took}
 			for _, op := range ops {
 				if op.Err != nil && !store.IsContract(op.Err) {
-					ev.Failed++
+					failed++
 				}
 			}
 		}
 		s.send(&batchDone{part: p, ops: batch})
 		if observe != nil {
-			observe(ev) // after the results went back: the shard does not wait for it
+			observe(s.index, len(ops), failed, took) // after the results went back: the shard does not wait for it
 		}
 	})
 }
 
-func (s *Shard) onBatch(m *batchDone) {
+func (s *shard) onBatch(m *batchDone) {
 	for _, o := range m.ops {
 		s.handle(o)
 	}

@@ -41,7 +41,7 @@ func NewRequest() *Request {
 func (r *Request) Release() { r.unref() }
 
 // dropRequest gives up the shard's hold on r (see pooled).
-func (s *Shard) dropRequest(r *Request) { r.unref() }
+func (s *shard) dropRequest(r *Request) { r.unref() }
 
 func (r *Request) unref() {
 	if r.pool.refs.Load() == 0 || r.pool.refs.Add(-1) != 0 {

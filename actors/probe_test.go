@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-func (h *harness) probe(key string) (InFlight, bool) {
+func (h *harness) probe(key string) (inFlight, bool) {
 	h.t.Helper()
 	m := &probe{key: key, reply: make(chan probeReply, 1)}
 	h.s.onProbe(m)
@@ -24,16 +24,16 @@ func TestProbe(t *testing.T) {
 	}
 	r := h.ask("k", fp("a"), lease(30*time.Second))
 	// The claim is out: the claiming caller's fingerprint and lease.
-	if in, ok := h.probe("k"); !ok || !bytes.Equal(in.Fingerprint, []byte("a")) || in.LeaseLeft != 30*time.Second {
+	if in, ok := h.probe("k"); !ok || !bytes.Equal(in.fingerprint, []byte("a")) || in.leaseLeft != 30*time.Second {
 		t.Fatalf("claiming: %+v %v", in, ok)
 	}
 	h.grant(r)
 	h.advance(10 * time.Second)
 	in, ok := h.probe("k")
-	if !ok || !bytes.Equal(in.Fingerprint, []byte("a")) || in.LeaseLeft != 20*time.Second {
+	if !ok || !bytes.Equal(in.fingerprint, []byte("a")) || in.leaseLeft != 20*time.Second {
 		t.Fatalf("running: %+v %v", in, ok)
 	}
-	in.Fingerprint[0] = 'x' // the caller's copy
+	in.fingerprint[0] = 'x' // the caller's copy
 	if e := h.entry("k"); !bytes.Equal(e.fp, []byte("a")) {
 		t.Fatalf("the entry's fingerprint changed with the caller's copy: %q", e.fp)
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/idemrt/idem/keyshard"
 	"github.com/idemrt/idem/store"
@@ -20,7 +21,7 @@ type Set struct {
 	sys      *actorSystem
 	instance string        // the prefix of every claim owner of this set
 	ownerSeq atomic.Uint64 // the sequence of the shards' claim owners
-	shards   []*Shard
+	shards   []*shard
 	cfg      *Config
 	started  atomic.Bool
 	stopWake func()
@@ -34,9 +35,8 @@ type Set struct {
 	closeErr   error
 }
 
-// Stats is a snapshot of a Set's counters.
+// Stats is a snapshot of one shard's counters.
 type Stats struct {
-	Shards   int   // number of shards
 	InFlight int   // keys with callers in flight
 	Waiters  int   // callers parked on a key another caller runs
 	Pending  int   // callers admitted and not yet answered
@@ -58,11 +58,11 @@ func NewSet(ctx context.Context, n int, cfg Config) (*Set, error) {
 	if observe := cfg.OnBatch; observe != nil {
 		// A batch still out after a Close that gave up on its deadline
 		// ends on its own; its observer call is dropped once Close is done.
-		set.cfg.OnBatch = func(ev BatchEvent) {
+		set.cfg.OnBatch = func(shard, ops, failed int, took time.Duration) {
 			set.observeMu.RLock()
 			defer set.observeMu.RUnlock()
 			if !set.observeOff {
-				observe(ev)
+				observe(shard, ops, failed, took)
 			}
 		}
 	}
@@ -74,7 +74,7 @@ func NewSet(ctx context.Context, n int, cfg Config) (*Set, error) {
 		cfg.wakerID, set.stopWake = id, stop
 	}
 	set.sys = newActorSystem(cfg.Logger)
-	set.shards = make([]*Shard, n)
+	set.shards = make([]*shard, n)
 	for i := range set.shards {
 		set.shards[i] = newShard(set.cfg)
 		if set.cfg.newOwner == nil {
@@ -121,41 +121,69 @@ func (set *Set) route(key string) {
 		}
 		return
 	}
-	set.For(key).send(&wake{key: key})
+	set.shardOf(key).send(&wake{key: key})
 }
 
-// For returns the shard of key.
-func (set *Set) For(key string) *Shard { return set.shards[keyshard.Index(key, len(set.shards))] }
+// shardOf returns the shard of key.
+func (set *Set) shardOf(key string) *shard { return set.shards[keyshard.Index(key, len(set.shards))] }
+
+// ErrOverloaded is Send's answer when the key's shard has as many calls
+// pending as Config.MaxPending.
+var ErrOverloaded = errors.New("idem: shard overloaded")
+
+// Send hands r to the shard of its key, admitting it first unless
+// r.NoAdmit is set: ErrOverloaded when the shard has MaxPending calls
+// pending (an admitted call must Leave once it is over), store.ErrClosed
+// when the runtime is closing. r.Reply must have a buffer of one.
+//
+// A request that Send accepted is always answered: Close lets every Send
+// in progress finish before the shard learns it is closing, so every
+// accepted request reaches the actor before its shutdown and gets a reply.
+// That spares waiters a select on a channel shared by all of them.
+func (set *Set) Send(r *Request) error {
+	s := set.shardOf(r.Key)
+	r.shard = s
+	if !r.NoAdmit && !s.gate.Enter() {
+		return ErrOverloaded
+	}
+	if !s.sendIfOpen((*requestMsg)(r)) {
+		if !r.NoAdmit {
+			s.gate.Leave()
+		}
+		return store.ErrClosed
+	}
+	return nil
+}
+
+// Leave ends a call of key that Send admitted.
+func (set *Set) Leave(key string) { set.shardOf(key).gate.Leave() }
+
+// Finish hands an owner's result to the shard it was granted by.
+func (set *Set) Finish(f *Finish) { f.Req.shard.send((*finishMsg)(f)) }
+
+// Abandon tells the shard of r that its caller stopped waiting.
+func (set *Set) Abandon(r *Request) { r.shard.send(&abandon{req: r}) }
+
+// Hit returns the LRU's record of key, if it holds one that has not
+// expired at now, without an actor hop. It is safe for concurrent use.
+func (set *Set) Hit(key string, now time.Time) (Cached, bool) { return set.shardOf(key).hit(key, now) }
+
+// Forget deletes key's record from the LRU and the store, through its
+// shard: store.ErrInProgress while the key has callers in flight here.
+func (set *Set) Forget(ctx context.Context, key string) error {
+	return set.shardOf(key).forget(ctx, key)
+}
 
 // Done is closed when the shards have stopped; a caller still waiting then
 // gets no answer and must give up.
 func (set *Set) Done() <-chan struct{} { return set.done }
 
-// Stats sums the shards' counters.
-func (set *Set) Stats() Stats {
-	st := Stats{Shards: len(set.shards)}
-	for _, s := range set.shards {
-		st.InFlight += int(s.nEntries.Load())
-		st.Waiters += int(s.nWaiters.Load())
-		st.Pending += s.gate.Pending()
-		st.Batches += s.nBatches.Load()
-		st.Ops += s.nOps.Load()
-	}
-	return st
-}
-
-// ShardStats is a snapshot of one shard's counters.
-type ShardStats struct {
-	InFlight int // keys with callers in flight
-	Waiters  int // parked callers
-	Pending  int // admitted callers not yet answered
-}
-
-// ShardStats returns each shard's counters, by shard index.
-func (set *Set) ShardStats() []ShardStats {
-	out := make([]ShardStats, len(set.shards))
+// Stats returns each shard's counters, by shard index.
+func (set *Set) Stats() []Stats {
+	out := make([]Stats, len(set.shards))
 	for i, s := range set.shards {
-		out[i] = ShardStats{InFlight: int(s.nEntries.Load()), Waiters: int(s.nWaiters.Load()), Pending: s.gate.Pending()}
+		out[i] = Stats{InFlight: int(s.nEntries.Load()), Waiters: int(s.nWaiters.Load()), Pending: s.gate.Pending(),
+			Batches: s.nBatches.Load(), Ops: s.nOps.Load()}
 	}
 	return out
 }

@@ -36,20 +36,14 @@ type Config struct {
 	// cannot wake).
 	wakerID string
 	// OnBatch, when set, is called on the shard's I/O worker after each
-	// store batch (never for an in-process store, never on the actor).
-	OnBatch func(BatchEvent)
+	// store batch (never for an in-process store, never on the actor): the
+	// shard's index, the batch's operations, how many of them failed with a
+	// store error (not a contract error), and how long it took.
+	OnBatch func(shard, ops, failed int, took time.Duration)
 }
 
-// BatchEvent describes one store batch.
-type BatchEvent struct {
-	Shard    int
-	Ops      int
-	Failed   int // operations that failed with a store error (not a contract error)
-	Duration time.Duration
-}
-
-// Shard is one shard actor with its LRU and admission gate.
-type Shard struct {
+// shard is one shard actor with its LRU and admission gate.
+type shard struct {
 	newOwner func() string // a claim owner unique across processes; shard goroutine only
 	cfg      *Config
 	index    int
@@ -81,7 +75,7 @@ type Shard struct {
 	drainClosed bool
 	// clearing counts, per key, the pages of a Clear that allowed the key
 	// and whose store deletes are not over: an entry created meanwhile
-	// caches nothing (see ClearPage).
+	// caches nothing (see Set.Clear).
 	clearing map[string]int
 
 	// The door of Send and Forget: see shutDoor.
@@ -99,7 +93,7 @@ type Shard struct {
 
 // warnStore logs a store failure, at most once a second per shard: during
 // an outage every call fails the same way.
-func (s *Shard) warnStore(op, key string, err error) {
+func (s *shard) warnStore(op, key string, err error) {
 	if store.IsContract(err) {
 		return
 	}
@@ -111,8 +105,8 @@ func (s *Shard) warnStore(op, key string, err error) {
 	s.cfg.Logger.Warn("idem: store "+op+" failed; callers get ErrStoreUnavailable", "key", key, "err", err)
 }
 
-func newShard(cfg *Config) *Shard {
-	s := &Shard{
+func newShard(cfg *Config) *shard {
+	s := &shard{
 		cfg:     cfg,
 		entries: make(map[string]*keyState),
 		drained: make(chan struct{}),
@@ -128,24 +122,9 @@ func newShard(cfg *Config) *Shard {
 	return s
 }
 
-// Enter admits a request into the shard, or reports false when MaxPending
-// requests are already pending. Every admitted request must Leave.
-func (s *Shard) Enter() bool { return s.gate.Enter() }
-
-// Leave ends a request admitted by Enter.
-func (s *Shard) Leave() { s.gate.Leave() }
-
-// Send hands r to the shard, or reports false when the shard is closing.
-// r.Reply must have a buffer of one. A request that Send accepted is
-// always answered: Close lets every Send in progress finish before the
-// shard learns it is closing, so every accepted request reaches the actor
-// before its shutdown and gets a reply. That spares waiters a select on a
-// channel shared by all of them.
-func (s *Shard) Send(r *Request) bool { return s.sendIfOpen((*requestMsg)(r)) }
-
 // sendIfOpen hands msg to the actor, or reports false once the door is
 // shut (see shutDoor).
-func (s *Shard) sendIfOpen(msg any) bool {
+func (s *shard) sendIfOpen(msg any) bool {
 	s.sending.Add(1)
 	if s.shut.Load() {
 		s.sending.Add(-1)
@@ -157,21 +136,15 @@ func (s *Shard) sendIfOpen(msg any) bool {
 }
 
 // shutDoor refuses every later sendIfOpen and waits for those in progress.
-func (s *Shard) shutDoor() {
+func (s *shard) shutDoor() {
 	s.shut.Store(true)
 	for s.sending.Load() != 0 {
 		runtime.Gosched()
 	}
 }
 
-// Finish hands an owner's result to the shard.
-func (s *Shard) Finish(f *Finish) { s.root.Send(s.pid, (*finishMsg)(f)) }
-
-// Abandon tells the shard that r's caller stopped waiting.
-func (s *Shard) Abandon(r *Request) { s.root.Send(s.pid, &abandon{req: r}) }
-
 // Forget deletes key's record from the LRU and the store.
-func (s *Shard) Forget(ctx context.Context, key string) error {
+func (s *shard) forget(ctx context.Context, key string) error {
 	m := &forget{key: key, reply: make(chan error, 1)}
 	if !s.sendIfOpen(m) {
 		return store.ErrClosed
@@ -186,10 +159,10 @@ func (s *Shard) Forget(ctx context.Context, key string) error {
 	}
 }
 
-// Lookup returns a copy of the cached terminal record of key, if the LRU
+// lookup returns a copy of the cached terminal record of key, if the LRU
 // holds one that has not expired at now. It is safe for concurrent use.
-func (s *Shard) Lookup(key string, now time.Time) *Cached {
-	c, ok := s.Hit(key, now)
+func (s *shard) lookup(key string, now time.Time) *Cached {
+	c, ok := s.hit(key, now)
 	if !ok {
 		return nil
 	}
@@ -198,10 +171,10 @@ func (s *Shard) Lookup(key string, now time.Time) *Cached {
 	return p
 }
 
-// Hit is Lookup without the allocation: the cached record of key, and
+// hit is lookup without the allocation: the cached record of key, and
 // whether the LRU holds one that has not expired at now. The LRU keeps
 // records by value (one allocation per entry, not two).
-func (s *Shard) Hit(key string, now time.Time) (Cached, bool) {
+func (s *shard) hit(key string, now time.Time) (Cached, bool) {
 	if s.cache == nil {
 		return Cached{}, false
 	}
@@ -216,16 +189,15 @@ func (s *Shard) Hit(key string, now time.Time) (Cached, bool) {
 	return c, true
 }
 
-func (s *Shard) send(msg any) { s.root.Send(s.pid, msg) }
+func (s *shard) send(msg any) { s.root.Send(s.pid, msg) }
 
-// shardActor is a Shard as protoactor sees it: its Receive stays out of
-// Shard's exported methods.
-type shardActor Shard
+// shardActor is a shard as protoactor sees it.
+type shardActor shard
 
 // Receive handles one message on the shard's goroutine.
-func (a *shardActor) Receive(c actor.Context) { (*Shard)(a).receive(c) }
+func (a *shardActor) Receive(c actor.Context) { (*shard)(a).receive(c) }
 
-func (s *Shard) receive(c actor.Context) {
+func (s *shard) receive(c actor.Context) {
 	defer s.recoverPanic(c.Message())
 	defer s.drainInline()
 	switch m := c.Message().(type) {
@@ -260,17 +232,17 @@ func (s *Shard) receive(c actor.Context) {
 
 // recoverPanic keeps the shard alive after a bug in its own code. The state
 // of the key in hand may be inconsistent, so it is logged as an error.
-func (s *Shard) recoverPanic(msg any) {
+func (s *shard) recoverPanic(msg any) {
 	if p := recover(); p != nil {
 		s.cfg.Logger.Error("idem: shard actor recovered from a panic",
 			"panic", fmt.Sprint(p), "message", fmt.Sprintf("%T", msg), "stack", string(debug.Stack()))
 	}
 }
 
-func (s *Shard) now() time.Time { return s.cfg.Clock.Now() }
+func (s *shard) now() time.Time { return s.cfg.Clock.Now() }
 
 // rearm makes sure a clock timer will fire for the earliest deadline.
-func (s *Shard) rearm() {
+func (s *shard) rearm() {
 	if len(s.timers) == 0 {
 		return
 	}
@@ -287,7 +259,7 @@ func (s *Shard) rearm() {
 	s.armed = s.cfg.Clock.AfterFunc(at.Sub(s.now()), func() { s.send(&tick{gen: gen}) })
 }
 
-func (s *Shard) onTick(m *tick) {
+func (s *shard) onTick(m *tick) {
 	if m.gen == s.armGen {
 		s.armed = nil
 	}
@@ -300,7 +272,7 @@ func (s *Shard) onTick(m *tick) {
 
 // checkDrained closes drained once a closing shard holds no key and no
 // batch: every owner's result is stored or released.
-func (s *Shard) checkDrained() {
+func (s *shard) checkDrained() {
 	if s.closing && !s.drainClosed && len(s.entries) == 0 && !s.inFlight() {
 		s.drainClosed = true
 		close(s.drained)

@@ -11,7 +11,7 @@ import (
 	"github.com/idemrt/idem/store"
 )
 
-func (s *Shard) newEntry(key string) *keyState {
+func (s *shard) newEntry(key string) *keyState {
 	var e *keyState
 	if n := len(s.freeEntries); n > 0 {
 		e = s.freeEntries[n-1]
@@ -28,7 +28,7 @@ func (s *Shard) newEntry(key string) *keyState {
 	return e
 }
 
-func (s *Shard) deleteEntry(e *keyState) {
+func (s *shard) deleteEntry(e *keyState) {
 	if s.entries[e.key] != e {
 		return
 	}
@@ -47,7 +47,7 @@ func (s *Shard) deleteEntry(e *keyState) {
 }
 
 // step moves e by ev and performs the effects.
-func (s *Shard) step(e *keyState, ev event) {
+func (s *shard) step(e *keyState, ev event) {
 	ev.now = s.now()
 	ev.closing = s.closing
 	fx := &s.fx
@@ -58,7 +58,7 @@ func (s *Shard) step(e *keyState, ev event) {
 
 // perform does what a step asked for. e is nil for a Finish that found no
 // key (only answers and dropped requests then).
-func (s *Shard) perform(e *keyState, fx *effects) {
+func (s *shard) perform(e *keyState, fx *effects) {
 	if e != nil {
 		for _, t := range fx.timers {
 			it := &e.timer
@@ -114,21 +114,21 @@ func (s *Shard) perform(e *keyState, fx *effects) {
 }
 
 // reply answers r outside a step (a closing shard, an LRU hit).
-func (s *Shard) reply(r *Request, rep Reply) {
+func (s *shard) reply(r *Request, rep Reply) {
 	fx := &s.fx
 	fx.reset()
 	answerTo(fx, r, rep)
 	s.perform(nil, fx)
 }
 
-func (s *Shard) onRequest(r *Request) {
+func (s *shard) onRequest(r *Request) {
 	if s.closing {
-		s.reply(r, Reply{Kind: Failed, Code: FailClosed})
+		s.reply(r, Reply{Kind: FailClosed})
 		return
 	}
 	// The caller looked in the LRU before sending, but the key may have
 	// completed since (its owner's Finish came first in this mailbox).
-	if c := s.Lookup(r.Key, s.now()); c != nil {
+	if c := s.lookup(r.Key, s.now()); c != nil {
 		s.reply(r, Reply{Kind: Settled, Result: c})
 		return
 	}
@@ -139,7 +139,7 @@ func (s *Shard) onRequest(r *Request) {
 	s.step(e, event{kind: evArrive, req: r})
 }
 
-func (s *Shard) onAbandon(r *Request) {
+func (s *shard) onAbandon(r *Request) {
 	e := s.entries[r.Key]
 	if e == nil {
 		if r.where != nowhere {
@@ -150,7 +150,7 @@ func (s *Shard) onAbandon(r *Request) {
 	s.step(e, event{kind: evLeave, req: r})
 }
 
-func (s *Shard) onFinish(f *Finish) {
+func (s *shard) onFinish(f *Finish) {
 	e := s.entries[f.Req.Key]
 	if e == nil {
 		fx := &s.fx
@@ -163,7 +163,7 @@ func (s *Shard) onFinish(f *Finish) {
 }
 
 // handle routes a finished store operation to its key, then frees it.
-func (s *Shard) handle(o *op) {
+func (s *shard) handle(o *op) {
 	defer s.freeOp(o)
 	if o.forget != nil {
 		o.forget.reply <- o.Err
@@ -189,7 +189,7 @@ func (s *Shard) handle(o *op) {
 	s.step(e, ev)
 }
 
-func (s *Shard) onTimer(it *timerItem) {
+func (s *shard) onTimer(it *timerItem) {
 	e := it.e
 	if s.entries[e.key] != e {
 		return
@@ -203,7 +203,7 @@ func (s *Shard) onTimer(it *timerItem) {
 
 // onWake handles a store wake-up for key, or for every key ("": wake-ups
 // may have been lost).
-func (s *Shard) onWake(key string) {
+func (s *shard) onWake(key string) {
 	if key != "" {
 		if e := s.entries[key]; e != nil {
 			s.step(e, event{kind: evWake})
@@ -215,7 +215,7 @@ func (s *Shard) onWake(key string) {
 	}
 }
 
-func (s *Shard) onClosing() {
+func (s *shard) onClosing() {
 	s.closing = true
 	for _, e := range s.entries {
 		s.step(e, event{kind: evClose})
@@ -223,7 +223,7 @@ func (s *Shard) onClosing() {
 	s.checkDrained()
 }
 
-func (s *Shard) onStopping() {
+func (s *shard) onStopping() {
 	if s.armed != nil {
 		s.armed.Stop()
 		s.armed = nil
@@ -233,7 +233,7 @@ func (s *Shard) onStopping() {
 	}
 }
 
-func (s *Shard) onForget(m *forget) {
+func (s *shard) onForget(m *forget) {
 	if s.closing {
 		m.reply <- store.ErrClosed
 		return
@@ -252,7 +252,7 @@ func (s *Shard) onForget(m *forget) {
 
 // leaseLeft is what is left of the lease of e's holder, as the shard sees
 // it now.
-func (s *Shard) leaseLeft(e *keyState) time.Duration {
+func (s *shard) leaseLeft(e *keyState) time.Duration {
 	m := mover{k: e, now: s.now()}
 	return m.leaseLeft()
 }

@@ -173,17 +173,3 @@ type warning struct {
 	store bool // a store failure: rate-limited by the shard
 	op    string
 }
-
-// ClaimFacts is what a Grant tells its owner about the claim the store
-// gave it.
-type ClaimFacts struct {
-	Token store.Token
-	// Attempt counts the claims granted to callers of the key in this
-	// process since it last had none in flight: 1 for the first, 2 for a
-	// waiter handed the key after a transient failure, and so on.
-	Attempt int
-	// Takeover: the store took the key from an owner whose lease had ended.
-	Takeover bool
-	// LeaseLeft is the lease granted.
-	LeaseLeft time.Duration
-}

@@ -86,9 +86,9 @@ func staleFinish(f *Finish, fx *effects) {
 	case f.Stored:
 		fx.drops = append(fx.drops, r) // it has its answer
 	case r.expired:
-		answerTo(fx, r, Reply{Kind: Failed, Code: FailLeaseLost, Op: store.OpComplete, Err: store.ErrLeaseLost})
+		answerTo(fx, r, Reply{Kind: FailLeaseLost, Op: store.OpComplete, Err: store.ErrLeaseLost})
 	default:
-		answerTo(fx, r, Reply{Kind: Failed, Code: FailClosed})
+		answerTo(fx, r, Reply{Kind: FailClosed})
 	}
 }
 
@@ -142,7 +142,7 @@ func (m *mover) arrive(r *Request) {
 		return
 	case phRunning, phLost, phFinishing, phRemote:
 		if mismatch(k.fp, r.Fingerprint) {
-			m.answer(r, Reply{Kind: Failed, Code: FailMismatch})
+			m.answer(r, Reply{Kind: FailMismatch})
 			return
 		}
 		if r.Settle == 0 && !m.leaseEnded() {
@@ -203,7 +203,7 @@ func (m *mover) claimed(o *store.Op, sent time.Time) {
 	k.owner = nil
 	if o.Err != nil {
 		m.warnStore("claim", o.Err)
-		m.failAll(candidate, Reply{Kind: Failed, Code: FailStore, Op: store.OpClaim, Err: o.Err})
+		m.failAll(candidate, Reply{Kind: FailStore, Op: store.OpClaim, Err: o.Err})
 		return
 	}
 	switch res := &o.Result; res.Status {
@@ -214,7 +214,7 @@ func (m *mover) claimed(o *store.Op, sent time.Time) {
 	case store.InProgress:
 		m.foundHolder(candidate, res)
 	default:
-		m.failAll(candidate, Reply{Kind: Failed, Code: FailStore, Op: store.OpClaim,
+		m.failAll(candidate, Reply{Kind: FailStore, Op: store.OpClaim,
 			Err: fmt.Errorf("store returned an unknown claim status %d", res.Status)})
 	}
 }
@@ -260,7 +260,7 @@ func (m *mover) granted(candidate *Request, o *store.Op, sent time.Time) {
 		// The claim carries the candidate's fingerprint and lease: release
 		// it, and the next waiter claims with its own.
 		if m.ev.closing {
-			m.answerWaiters(Reply{Kind: Failed, Code: FailClosed})
+			m.answerWaiters(Reply{Kind: FailClosed})
 		}
 		m.release(Reply{})
 		return
@@ -271,8 +271,8 @@ func (m *mover) granted(candidate *Request, o *store.Op, sent time.Time) {
 	k.ttl = candidate.TTL
 	k.fp = candidate.Fingerprint
 	m.filter()
-	m.answer(candidate, Reply{Kind: Grant, Token: k.token, Claim: ClaimFacts{
-		Token: k.token, Attempt: k.grants, Takeover: o.Result.Takeover, LeaseLeft: k.lease}})
+	m.answer(candidate, Reply{Kind: Grant, Token: k.token, Attempt: k.grants,
+		Takeover: o.Result.Takeover, LeaseLeft: k.lease})
 	candidate.where = owning
 	if candidate.NoRenew {
 		// A hard lease: when it ends, the key goes to the next caller.
@@ -361,7 +361,7 @@ func (m *mover) restart() {
 	m.disarm()
 	k.owner, k.result = nil, Cached{}
 	if m.ev.closing {
-		m.answerWaiters(Reply{Kind: Failed, Code: FailClosed})
+		m.answerWaiters(Reply{Kind: FailClosed})
 	}
 	next := m.takeWaiter()
 	if next == nil {
@@ -416,7 +416,7 @@ func (m *mover) finish(f *Finish) {
 	}
 	if k.phase == phLost {
 		m.warn("idem: lease lost while the function ran; its result is refused", nil)
-		m.answer(r, Reply{Kind: Failed, Code: FailLeaseLost, Op: store.OpRenew, Err: store.ErrLeaseLost})
+		m.answer(r, Reply{Kind: FailLeaseLost, Op: store.OpRenew, Err: store.ErrLeaseLost})
 		m.restart()
 		return
 	}
@@ -428,7 +428,7 @@ func (m *mover) finish(f *Finish) {
 		k.backoff = 0
 		m.complete()
 	case Panic:
-		rep := Reply{Kind: Failed, Code: FailOwner, Err: f.Err}
+		rep := Reply{Kind: FailOwner, Err: f.Err}
 		m.answerWaiters(rep)
 		m.release(rep)
 	default:
@@ -436,7 +436,7 @@ func (m *mover) finish(f *Finish) {
 		// waiter claims the key afresh. It is not handed the owner's
 		// claim, whose lease, renewal mode and fingerprint are the
 		// owner's: every owner's lease is its own.
-		m.release(Reply{Kind: Failed, Code: FailOwner, Err: f.Err})
+		m.release(Reply{Kind: FailOwner, Err: f.Err})
 	}
 }
 
@@ -479,7 +479,7 @@ func (m *mover) stored(c *Cached, err error) {
 		if errors.Is(err, store.ErrLeaseLost) {
 			code = FailLeaseLost
 		}
-		m.answer(owner, Reply{Kind: Failed, Code: code, Op: store.OpComplete, Err: err})
+		m.answer(owner, Reply{Kind: code, Op: store.OpComplete, Err: err})
 		k.owner = nil
 	}
 	switch {
@@ -489,11 +489,11 @@ func (m *mover) stored(c *Cached, err error) {
 		// The store refuses the record itself: final for everyone waiting
 		// for it. The claim is released so that a later call may run.
 		m.warnStore("complete", err)
-		m.answerWaiters(Reply{Kind: Failed, Code: FailStore, Op: store.OpComplete, Err: err})
+		m.answerWaiters(Reply{Kind: FailStore, Op: store.OpComplete, Err: err})
 		m.release(Reply{})
 	case !m.now.Before(k.finishedAt.Add(k.ttl)):
 		m.warn("idem: storing a result failed until its TTL ended; giving it up", err)
-		m.answerWaiters(Reply{Kind: Failed, Code: FailStore, Op: store.OpComplete, Err: err})
+		m.answerWaiters(Reply{Kind: FailStore, Op: store.OpComplete, Err: err})
 		m.release(Reply{})
 	default:
 		// The store may have failed before or after it wrote the record; a
@@ -604,10 +604,10 @@ func (m *mover) timerDue(kind timerKind) {
 // owner is told to stop, and its result is still stored or released.
 func (m *mover) close() {
 	k := m.k
-	m.answerWaiters(Reply{Kind: Failed, Code: FailClosed})
+	m.answerWaiters(Reply{Kind: FailClosed})
 	switch k.phase {
 	case phClaiming:
-		m.answer(k.owner, Reply{Kind: Failed, Code: FailClosed})
+		m.answer(k.owner, Reply{Kind: FailClosed})
 		k.owner.where = gone
 	case phRunning, phLost:
 		m.fx.stops = append(m.fx.stops, stopEffect{req: k.owner, cause: errClosing})
@@ -619,7 +619,7 @@ func (m *mover) close() {
 // stop answers everyone at once: the shard is stopping.
 func (m *mover) stop() {
 	k := m.k
-	closed := Reply{Kind: Failed, Code: FailClosed}
+	closed := Reply{Kind: FailClosed}
 	m.answerWaiters(closed)
 	if k.owner != nil {
 		m.fx.stops = append(m.fx.stops, stopEffect{req: k.owner, cause: errClosing})
@@ -641,7 +641,7 @@ func (m *mover) remember(c *Cached) {
 
 // conflict is the answer to a caller that may not wait any longer.
 func (m *mover) conflict() Reply {
-	return Reply{Kind: Failed, Code: FailConflict, LeaseLeft: m.leaseLeft()}
+	return Reply{Kind: FailConflict, LeaseLeft: m.leaseLeft()}
 }
 
 func (m *mover) leaseLeft() time.Duration {
@@ -764,7 +764,7 @@ func (m *mover) filter() {
 	for _, w := range k.waiters {
 		switch {
 		case mismatch(k.fp, w.Fingerprint):
-			m.answer(w, Reply{Kind: Failed, Code: FailMismatch})
+			m.answer(w, Reply{Kind: FailMismatch})
 		case w.Settle == 0:
 			m.answer(w, m.conflict())
 		default:

@@ -121,7 +121,7 @@ func (w *world) granted() {
 	w.answer(store.OpClaim, store.ClaimResult{Status: store.Claimed, Token: store.Token{Fence: w.fence, Owner: "o"}, LeaseLeft: 9 * time.Second}, nil)
 }
 
-func (w *world) finish(r *Request, kind FinishKind, err error) {
+func (w *world) finish(r *Request, kind Kind, err error) {
 	f := &Finish{Req: r, Kind: kind, Err: err}
 	if kind == Success {
 		f.Record, f.Value = store.Record{Value: []byte(`"v"`)}, "v"
@@ -143,11 +143,11 @@ func (w *world) last(r *Request) Reply {
 	return reps[len(reps)-1]
 }
 
-func (w *world) wantReply(r *Request, kind ReplyKind, code FailCode) Reply {
+func (w *world) wantReply(r *Request, kind Kind) Reply {
 	w.t.Helper()
 	rep := w.last(r)
-	if rep.Kind != kind || rep.Code != code {
-		w.t.Fatalf("reply = %v/%v (err %v), want %v/%v", rep.Kind, rep.Code, rep.Err, kind, code)
+	if rep.Kind != kind {
+		w.t.Fatalf("reply = %v (err %v), want %v", rep.Kind, rep.Err, kind)
 	}
 	return rep
 }
@@ -217,16 +217,16 @@ func TestClaimAnswers(t *testing.T) {
 			owner := w.arrive(req(fp("a")))
 			wait, away := sit.set(w)
 			w.granted()
-			rep := w.wantReply(owner, Grant, 0)
-			if rep.Claim.Attempt != 1 || rep.Claim.Token.Fence != 1 || rep.Claim.Takeover {
-				t.Fatalf("claim facts = %+v", rep.Claim)
+			rep := w.wantReply(owner, Grant)
+			if rep.Attempt != 1 || rep.Token.Fence != 1 || rep.Takeover {
+				t.Fatalf("claim facts = %+v", rep)
 			}
 			w.wantPhase(phRunning)
 			for _, r := range wait {
 				w.wantSilent(r)
 			}
 			for _, r := range away {
-				w.wantReply(r, Failed, FailMismatch)
+				w.wantReply(r, FailMismatch)
 			}
 			if w.k.timer.kind != 0 && len(w.fx.timers) == 0 {
 				t.Fatal("no renewal armed")
@@ -239,7 +239,7 @@ func TestClaimAnswers(t *testing.T) {
 			w.answer(store.OpClaim, store.ClaimResult{Status: store.Completed, Record: w.stored().Record}, nil)
 			for _, r := range append(append([]*Request{owner}, wait...), away...) {
 				// Fingerprints are checked by the caller against the record.
-				w.wantReply(r, Settled, 0)
+				w.wantReply(r, Settled)
 			}
 			if len(w.cached) != 1 {
 				t.Fatalf("cached %d results, want 1", len(w.cached))
@@ -270,7 +270,7 @@ func TestClaimAnswers(t *testing.T) {
 				w.wantSilent(r)
 			}
 			for _, r := range away {
-				w.wantReply(r, Failed, FailMismatch)
+				w.wantReply(r, FailMismatch)
 			}
 			if w.k.waiters[0] != owner {
 				t.Fatal("the candidate is not first in line")
@@ -282,7 +282,7 @@ func TestClaimAnswers(t *testing.T) {
 			wait, away := sit.set(w)
 			w.answer(store.OpClaim, store.ClaimResult{}, errors.New("connection reset"))
 			for _, r := range append(append([]*Request{owner}, wait...), away...) {
-				rep := w.wantReply(r, Failed, FailStore)
+				rep := w.wantReply(r, FailStore)
 				if rep.Op != store.OpClaim {
 					t.Fatalf("op = %v", rep.Op)
 				}
@@ -294,7 +294,7 @@ func TestClaimAnswers(t *testing.T) {
 		w := newWorld(t)
 		owner := w.arrive(req())
 		w.answer(store.OpClaim, store.ClaimResult{Status: store.Claimed, Takeover: true, Token: store.Token{Fence: 7}}, nil)
-		if c := w.last(owner).Claim; !c.Takeover || c.Token.Fence != 7 {
+		if c := w.last(owner); !c.Takeover || c.Token.Fence != 7 {
 			t.Fatalf("claim facts = %+v", c)
 		}
 	})
@@ -309,8 +309,8 @@ func TestClaimAnswers(t *testing.T) {
 		w.answer(store.OpRelease, store.ClaimResult{}, nil)
 		w.wantOps(store.OpClaim)
 		w.granted()
-		w.wantReply(next, Grant, 0)
-		if a := w.last(next).Claim.Attempt; a != 1 {
+		w.wantReply(next, Grant)
+		if a := w.last(next).Attempt; a != 1 {
 			t.Fatalf("attempt = %d, want 1 (the candidate that left ran nothing)", a)
 		}
 	})
@@ -320,8 +320,8 @@ func TestClaimAnswers(t *testing.T) {
 		waiter := w.arrive(req())
 		w.closing = true
 		w.step(event{kind: evClose})
-		w.wantReply(owner, Failed, FailClosed)
-		w.wantReply(waiter, Failed, FailClosed)
+		w.wantReply(owner, FailClosed)
+		w.wantReply(waiter, FailClosed)
 		w.granted()
 		w.wantOps(store.OpRelease)
 		w.answer(store.OpRelease, store.ClaimResult{}, nil)
@@ -334,7 +334,7 @@ func running(t *testing.T, mods ...func(*Request)) (*world, *Request) {
 	w := newWorld(t)
 	owner := w.arrive(req(mods...))
 	w.granted()
-	w.wantReply(owner, Grant, 0)
+	w.wantReply(owner, Grant)
 	return w, owner
 }
 
@@ -347,9 +347,9 @@ func TestCompleteAnswers(t *testing.T) {
 		then func(w *world, owner *Request, wait []*Request)
 	}{
 		{"stored", nil, func(w *world, owner *Request, wait []*Request) {
-			w.wantReply(owner, Settled, 0)
+			w.wantReply(owner, Settled)
 			for _, r := range wait {
-				if !w.wantReply(r, Settled, 0).Joined {
+				if !w.wantReply(r, Settled).Joined {
 					w.t.Fatal("a waiter's reply does not say it joined")
 				}
 			}
@@ -359,7 +359,7 @@ func TestCompleteAnswers(t *testing.T) {
 			w.wantDone()
 		}},
 		{"lease lost", store.ErrLeaseLost, func(w *world, owner *Request, wait []*Request) {
-			w.wantReply(owner, Failed, FailLeaseLost)
+			w.wantReply(owner, FailLeaseLost)
 			if len(wait) == 0 {
 				w.wantDone()
 				return
@@ -368,7 +368,7 @@ func TestCompleteAnswers(t *testing.T) {
 			w.wantPhase(phClaiming)
 		}},
 		{"store down", errors.New("i/o timeout"), func(w *world, owner *Request, wait []*Request) {
-			w.wantReply(owner, Failed, FailStore)
+			w.wantReply(owner, FailStore)
 			for _, r := range wait {
 				w.wantSilent(r)
 			}
@@ -384,23 +384,23 @@ func TestCompleteAnswers(t *testing.T) {
 			w.step(event{kind: evTimer, timer: timerRetry})
 			w.answer(store.OpComplete, w.stored(), nil)
 			for _, r := range wait {
-				w.wantReply(r, Settled, 0)
+				w.wantReply(r, Settled)
 			}
 			w.wantDone()
 		}},
 		{"refused", fmt.Errorf("value too large: %w", store.ErrInvalidArgument), func(w *world, owner *Request, wait []*Request) {
-			w.wantReply(owner, Failed, FailStore)
+			w.wantReply(owner, FailStore)
 			for _, r := range wait {
-				w.wantReply(r, Failed, FailStore) // final: nobody runs it again
+				w.wantReply(r, FailStore) // final: nobody runs it again
 			}
 			w.wantOps(store.OpRelease)
 			w.answer(store.OpRelease, store.ClaimResult{}, nil)
 			w.wantDone()
 		}},
 		{"store closed", store.ErrClosed, func(w *world, owner *Request, wait []*Request) {
-			w.wantReply(owner, Failed, FailStore)
+			w.wantReply(owner, FailStore)
 			for _, r := range wait {
-				w.wantReply(r, Failed, FailStore)
+				w.wantReply(r, FailStore)
 			}
 			w.wantOps(store.OpRelease)
 		}},
@@ -425,7 +425,7 @@ func TestCompleteAnswers(t *testing.T) {
 		w.now = w.now.Add(2 * time.Hour)
 		w.step(event{kind: evTimer, timer: timerRetry})
 		w.answer(store.OpComplete, store.ClaimResult{}, errors.New("down"))
-		w.wantReply(waiter, Failed, FailStore)
+		w.wantReply(waiter, FailStore)
 		w.wantOps(store.OpRelease)
 	})
 	t.Run("retries end with Close", func(t *testing.T) {
@@ -445,7 +445,7 @@ func TestCompleteAnswers(t *testing.T) {
 		f.Result = &f.Own
 		w.step(event{kind: evFinish, fin: f})
 		w.wantSilent(owner) // it has its answer
-		w.wantReply(waiter, Settled, 0)
+		w.wantReply(waiter, Settled)
 		// The shard holds neither request any more: the owner's Finish
 		// (which lives in it) was copied, the waiter has its last reply.
 		if len(w.fx.drops) != 2 || !slices.Contains(w.fx.drops, owner) || !slices.Contains(w.fx.drops, waiter) {
@@ -479,7 +479,7 @@ func TestReleaseAnswers(t *testing.T) {
 			w.finish(owner, Transient, boom)
 			w.wantSilent(owner) // until the store has released it
 			w.answer(store.OpRelease, store.ClaimResult{}, nil)
-			if rep := w.wantReply(owner, Failed, FailOwner); rep.Err != boom {
+			if rep := w.wantReply(owner, FailOwner); rep.Err != boom {
 				t.Fatalf("owner's error = %v", rep.Err)
 			}
 			if len(wait) == 0 {
@@ -487,8 +487,8 @@ func TestReleaseAnswers(t *testing.T) {
 				return
 			}
 			w.granted() // the first waiter claims afresh
-			if rep := w.wantReply(wait[0], Grant, 0); rep.Claim.Attempt != 2 {
-				t.Fatalf("attempt = %d, want 2", rep.Claim.Attempt)
+			if rep := w.wantReply(wait[0], Grant); rep.Attempt != 2 {
+				t.Fatalf("attempt = %d, want 2", rep.Attempt)
 			}
 			w.wantSilent(wait[1])
 		})
@@ -497,7 +497,7 @@ func TestReleaseAnswers(t *testing.T) {
 			wait, _ := sit.set(w)
 			w.finish(owner, Transient, errors.New("boom"))
 			w.answer(store.OpRelease, store.ClaimResult{}, store.ErrLeaseLost)
-			w.wantReply(owner, Failed, FailOwner)
+			w.wantReply(owner, FailOwner)
 			if len(wait) == 0 {
 				w.wantDone()
 			} else {
@@ -509,7 +509,7 @@ func TestReleaseAnswers(t *testing.T) {
 			wait, _ := sit.set(w)
 			w.finish(owner, Transient, errors.New("boom"))
 			w.answer(store.OpRelease, store.ClaimResult{}, errors.New("down"))
-			w.wantReply(owner, Failed, FailOwner)
+			w.wantReply(owner, FailOwner)
 			w.wantPhase(phReleasing)
 			w.step(event{kind: evTimer, timer: timerRetry})
 			w.wantOps(store.OpRelease)
@@ -527,16 +527,16 @@ func TestReleaseAnswers(t *testing.T) {
 		w, owner := running(t)
 		waiter := w.arrive(req())
 		w.finish(owner, Panic, errors.New("panic: x"))
-		w.wantReply(waiter, Failed, FailOwner)
+		w.wantReply(waiter, FailOwner)
 		w.answer(store.OpRelease, store.ClaimResult{}, nil)
-		w.wantReply(owner, Failed, FailOwner)
+		w.wantReply(owner, FailOwner)
 		w.wantDone()
 	})
 	t.Run("settle-zero caller while releasing", func(t *testing.T) {
 		w, owner := running(t)
 		w.finish(owner, Transient, errors.New("boom"))
 		r := w.arrive(req(settle(0)))
-		w.wantReply(r, Failed, FailConflict)
+		w.wantReply(r, FailConflict)
 	})
 	t.Run("owner leaves at its grant", func(t *testing.T) {
 		w, owner := running(t)
@@ -544,7 +544,7 @@ func TestReleaseAnswers(t *testing.T) {
 		w.step(event{kind: evLeave, req: owner})
 		w.answer(store.OpRelease, store.ClaimResult{}, nil)
 		w.granted()
-		w.wantReply(next, Grant, 0)
+		w.wantReply(next, Grant)
 	})
 }
 
@@ -574,7 +574,7 @@ func TestRenewAnswers(t *testing.T) {
 		}
 		w.wantPhase(phLost)
 		w.finish(owner, Success, nil)
-		w.wantReply(owner, Failed, FailLeaseLost)
+		w.wantReply(owner, FailLeaseLost)
 		w.wantOps(store.OpClaim)
 		w.wantSilent(waiter)
 		if len(w.warns) == 0 {
@@ -628,7 +628,7 @@ func TestLocalEvents(t *testing.T) {
 		w, _ := running(t)
 		w.now = w.now.Add(4 * time.Second)
 		r := w.arrive(req(settle(0)))
-		if rep := w.wantReply(r, Failed, FailConflict); rep.LeaseLeft != 5*time.Second {
+		if rep := w.wantReply(r, FailConflict); rep.LeaseLeft != 5*time.Second {
 			t.Fatalf("lease left = %v", rep.LeaseLeft)
 		}
 	})
@@ -638,7 +638,7 @@ func TestLocalEvents(t *testing.T) {
 		long := w.arrive(req(settle(time.Minute)))
 		w.now = w.now.Add(time.Second)
 		w.step(event{kind: evSettle})
-		w.wantReply(short, Failed, FailConflict)
+		w.wantReply(short, FailConflict)
 		w.wantSilent(long)
 		if !w.k.settleAt.Equal(t0.Add(time.Minute)) {
 			t.Fatalf("settle timer at %v", w.k.settleAt)
@@ -651,7 +651,7 @@ func TestLocalEvents(t *testing.T) {
 		w.answer(store.OpRelease, store.ClaimResult{}, nil)
 		w.now = w.now.Add(2 * time.Second)
 		w.step(event{kind: evSettle})
-		w.wantReply(next, Failed, FailConflict)
+		w.wantReply(next, FailConflict)
 		w.granted()
 		w.wantOps(store.OpRelease) // it left: the claim goes back
 	})
@@ -681,9 +681,9 @@ func TestLocalEvents(t *testing.T) {
 		}
 		w.wantOps(store.OpClaim)
 		w.granted()
-		w.wantReply(r, Grant, 0)
+		w.wantReply(r, Grant)
 		w.finish(owner, Success, nil) // the old owner's result is refused
-		w.wantReply(owner, Failed, FailLeaseLost)
+		w.wantReply(owner, FailLeaseLost)
 	})
 	t.Run("remote key re-claimed on wake", func(t *testing.T) {
 		w := newWorld(t)
@@ -716,13 +716,13 @@ func TestLocalEvents(t *testing.T) {
 		waiter := w.arrive(req())
 		w.closing = true
 		w.step(event{kind: evClose})
-		w.wantReply(waiter, Failed, FailClosed)
+		w.wantReply(waiter, FailClosed)
 		if !errors.Is(w.stops[owner], store.ErrClosed) {
 			t.Fatal("owner not stopped")
 		}
 		w.finish(owner, Success, nil)
 		w.answer(store.OpComplete, w.stored(), nil)
-		w.wantReply(owner, Settled, 0)
+		w.wantReply(owner, Settled)
 		w.wantDone()
 	})
 	t.Run("Close forgets a remote key", func(t *testing.T) {
@@ -731,15 +731,15 @@ func TestLocalEvents(t *testing.T) {
 		w.answer(store.OpClaim, store.ClaimResult{Status: store.InProgress, LeaseLeft: time.Minute}, nil)
 		w.closing = true
 		w.step(event{kind: evClose})
-		w.wantReply(r, Failed, FailClosed)
+		w.wantReply(r, FailClosed)
 		w.wantDone()
 	})
 	t.Run("stop answers everyone", func(t *testing.T) {
 		w, owner := running(t)
 		waiter := w.arrive(req())
 		w.step(event{kind: evStop})
-		w.wantReply(owner, Failed, FailClosed)
-		w.wantReply(waiter, Failed, FailClosed)
+		w.wantReply(owner, FailClosed)
+		w.wantReply(waiter, FailClosed)
 		w.wantDone()
 	})
 	t.Run("a key a Clear deletes caches nothing", func(t *testing.T) {
@@ -747,7 +747,7 @@ func TestLocalEvents(t *testing.T) {
 		w.k.noCache = true
 		w.finish(owner, Success, nil)
 		w.answer(store.OpComplete, w.stored(), nil)
-		w.wantReply(owner, Settled, 0)
+		w.wantReply(owner, Settled)
 		if len(w.cached) != 0 {
 			t.Fatal("cached")
 		}
@@ -757,7 +757,7 @@ func TestLocalEvents(t *testing.T) {
 		r := req()
 		r.expired = true
 		staleFinish(&Finish{Req: r, Kind: Success}, &fx)
-		if len(fx.answers) != 1 || fx.answers[0].rep.Code != FailLeaseLost {
+		if len(fx.answers) != 1 || fx.answers[0].rep.Kind != FailLeaseLost {
 			t.Fatalf("answers = %+v", fx.answers)
 		}
 	})

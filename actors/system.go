@@ -53,7 +53,7 @@ func (d dispatcher) Schedule(fn func()) { d.w.Submit(fn) }
 func (d dispatcher) Throughput() int { return 300 }
 
 // spawn starts sh as an actor on its own worker goroutine.
-func (s *actorSystem) spawn(sh *Shard) {
+func (s *actorSystem) spawn(sh *shard) {
 	sh.worker = mailbox.NewWorker()
 	props := actor.PropsFromProducer(func() actor.Actor { return (*shardActor)(sh) },
 		actor.WithDispatcher(dispatcher{sh.worker}),
@@ -67,7 +67,7 @@ func (s *actorSystem) spawn(sh *Shard) {
 // message queued before the poison (a closing shard answers each request
 // at once), so no accepted request goes unanswered. A shard never blocks,
 // so this is quick; protoactor bounds it at 10s.
-func (s *actorSystem) stop(sh *Shard) {
+func (s *actorSystem) stop(sh *shard) {
 	_ = s.sys.Root.PoisonFuture(sh.pid).Wait()
 	sh.worker.Stop()
 }
