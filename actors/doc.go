@@ -4,16 +4,25 @@
 // of idem, and without a compatibility promise. It exports only what package
 // idem needs.
 //
-// Every key belongs to one [Shard] (see package keyshard). A shard is one
-// protoactor actor and owns, on its one goroutine, the state of its keys:
+// Every key belongs to one shard (see package keyshard). A shard is one
+// protoactor actor and owns, on its one goroutine, the state of its keys.
+// Three parts, a file or two each:
 //
-//   - claiming: a store Claim is out for a candidate caller;
-//   - running: a caller of this process owns the key and runs its function;
-//   - finishing / releasing: the owner's Complete or Release is out;
-//   - remote: another instance holds the key; the shard re-claims when the
-//     store wakes it, or on a lease-aware timer if the wake-up is lost (with
-//     a store that cannot wake, that timer is the poll: doubling waits up to
-//     Config.PollInterval).
+//   - the engine (state.go, step.go): the per-key logic as a pure
+//     transition function, keyState.step(event) → effects, with no I/O,
+//     goroutine, channel, lock or clock. A key is claiming (a Claim is out
+//     for a candidate caller), running (an owner here runs its function),
+//     lost (it runs, but its lease was lost), finishing or releasing (the
+//     owner's Complete or Release is out, or waits to be retried), or remote
+//     (another instance holds it: re-claimed when the store wakes the shard,
+//     or on a lease-aware timer if the wake-up is lost; with a store that
+//     cannot wake, that timer is the poll, doubling up to
+//     Config.PollInterval);
+//   - the shell (shard.go, shell.go, ops.go, timers.go): the actor that turns
+//     its messages into events and performs the effects (store operations,
+//     timers, answers, the LRU);
+//   - the set ([Set], set.go): the shards of a runtime and what package
+//     idem calls.
 //
 // Callers that arrive for a key in any of these states are parked in the
 // entry and answered by the actor when the key settles: no polling, and no
@@ -30,8 +39,9 @@
 // Neither brings a deleted result back into the LRU.
 //
 // The actor never blocks on I/O: store operations go through a group-commit
-// [mailbox.Committer] to a per-shard [mailbox.Worker], and their results
-// come back as ordinary messages. Stores that live in process
+// [mailbox.Committer] per store partition (see store.Partitioner) to a
+// [mailbox.Worker] of its own, and their results come back as ordinary
+// messages. Stores that live in process
 // ([store.InProcess]) are called inline. Completed records are kept, once
 // validated, in a per-shard LRU that callers read without an actor hop.
 //
