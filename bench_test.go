@@ -103,9 +103,11 @@ func singleflightImpl(_ *testing.B, fn chargeFunc) func(string) error {
 }
 
 // benchParallel runs one sub-benchmark per impl of charge: setup, if set,
-// prepares the impl's call (and calls b.ResetTimer if its cost must not
-// count), then b.RunParallel's goroutines call it, the n-th of them for the
-// keys that keys(n) returns, one per call.
+// prepares the impl's call, then b.RunParallel's goroutines call it, the
+// n-th of them for the keys that keys(n) returns, one per call. Starting
+// the impl and the setup are not counted: with -benchtime 20000x, starting
+// a runtime (its actor system) would otherwise add several allocations to
+// every call.
 func benchParallel(b *testing.B, impls []impl, setup func(b *testing.B, call func(string) error), keys func(n int) func() string) {
 	for _, im := range impls {
 		b.Run(im.name, func(b *testing.B) {
@@ -113,6 +115,7 @@ func benchParallel(b *testing.B, impls []impl, setup func(b *testing.B, call fun
 			if setup != nil {
 				setup(b, call)
 			}
+			b.ResetTimer()
 			b.ReportAllocs()
 			var goroutines atomic.Int64
 			b.RunParallel(func(pb *testing.PB) {

@@ -408,6 +408,16 @@ func (m *mover) finish(f *Finish) {
 			m.stored(nil, f.StoreErr)
 			return
 		}
+		if len(k.waiters) == 0 {
+			// Nobody to answer: the LRU's copy is all that is kept, and
+			// no Cached of its own is needed.
+			c := *f.Result
+			c.Size = c.size()
+			m.remember(&c)
+			m.fx.drops = append(m.fx.drops, r) // after the copy: f lives in r
+			m.forget()
+			return
+		}
 		c := new(Cached)
 		*c = *f.Result
 		m.fx.drops = append(m.fx.drops, r) // after the copy: f lives in r
