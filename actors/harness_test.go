@@ -442,6 +442,8 @@ func phaseName(p phase) string {
 		return "claiming"
 	case phRunning:
 		return "running"
+	case phLost:
+		return "lost"
 	case phFinishing:
 		return "finishing"
 	case phReleasing:

@@ -685,6 +685,25 @@ func TestLocalEvents(t *testing.T) {
 		w.finish(owner, Success, nil) // the old owner's result is refused
 		w.wantReply(owner, FailLeaseLost)
 	})
+	t.Run("hard lease: let go at its end when a caller already waits", func(t *testing.T) {
+		w, owner := running(t, noRenew)
+		r := w.arrive(req())
+		w.now = w.now.Add(9 * time.Second)
+		w.step(event{kind: evTimer, timer: timerLeaseEnd})
+		if !errors.Is(w.stops[owner], store.ErrLeaseLost) {
+			t.Fatal("owner not stopped")
+		}
+		w.granted()
+		w.wantReply(r, Grant)
+	})
+	t.Run("in progress with nobody left to wait forgets the key", func(t *testing.T) {
+		w := newWorld(t)
+		r := w.arrive(req())
+		w.step(event{kind: evLeave, req: r})
+		w.answer(store.OpClaim, store.ClaimResult{Status: store.InProgress, LeaseLeft: time.Minute}, nil)
+		w.wantDone()
+		w.wantSilent(r)
+	})
 	t.Run("remote key re-claimed on wake", func(t *testing.T) {
 		w := newWorld(t)
 		w.arrive(req())

@@ -1,0 +1,63 @@
+package actors
+
+// Tests of the shell (shell.go): messages become events for the right key,
+// and effects are performed in order. The transition function itself is
+// tested in step_test.go.
+
+import (
+	"testing"
+	"time"
+
+	"github.com/idemrt/idem/store"
+)
+
+// With an in-process store, a new key is granted within the message that
+// asked for it: the claim's answer is handled as the next event of the
+// same message, never inside the step that sent it.
+func TestInlineStoreGrantsWithinTheRequest(t *testing.T) {
+	h := newHarness(t, inline)
+	r := h.ask("k")
+	h.s.drainInline()
+	if rep := h.reply(r); rep.Kind != Grant {
+		t.Fatalf("reply = %s, want a Grant", fmtReply(rep))
+	}
+	h.wantPhase("k", phRunning)
+}
+
+// A wake-up for every key ("": wake-ups may have been lost) re-claims every
+// key held elsewhere.
+func TestWakeForAllKeysReclaimsEveryRemoteKey(t *testing.T) {
+	h := newHarness(t, waker)
+	held := func() {
+		for _, o := range h.batch {
+			o.Result = store.ClaimResult{Status: store.InProgress, LeaseLeft: time.Minute}
+		}
+		h.deliver()
+	}
+	a := h.ask("a")
+	held()
+	b := h.ask("b")
+	held()
+	h.wantPhase("a", phRemote)
+	h.wantPhase("b", phRemote)
+	h.s.onWake("")
+	h.wantPhase("a", phClaiming)
+	h.wantPhase("b", phClaiming)
+	h.noReply(a, b)
+}
+
+// A settled answer fills the LRU before the callers hear of it: a caller
+// woken by it that calls again finds the result without an actor hop.
+func TestResultIsCachedBeforeTheAnswer(t *testing.T) {
+	h := newHarness(t, withCache)
+	r := h.ask("k")
+	h.grant(r)
+	h.finish(r, Success, nil)
+	h.op(store.OpComplete)
+	h.runStore()
+	h.deliver()
+	if h.s.lookup("k", h.clk.Now()) == nil {
+		t.Fatal("not cached")
+	}
+	h.want(r, Reply{Kind: Settled})
+}
