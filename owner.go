@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/idemrt/idem/actors"
+	"github.com/idemrt/idem/internal/handoff"
 	"github.com/idemrt/idem/store"
 )
 
@@ -28,6 +29,7 @@ type owner[T any] struct {
 	codec      Codec
 	classifier func(error) bool
 	waits      bool // WithOwnerWaits
+	apart      bool // fn runs on a goroutine of its own
 	answered   bool // the shard answered the Finish: the caller may release req
 	// enc holds the encoded result while an in-process store copies it.
 	enc *encoded
@@ -53,6 +55,8 @@ func (o *owner[T]) execute(ctx context.Context, st *callStats) (T, Outcome, erro
 	} else {
 		// Run fn apart, so that Do can return when ctx ends while fn goes
 		// on for the callers waiting for it.
+		o.apart = true
+		handoff.Note(handoff.Run)
 		go o.run()
 	}
 	var zero T
@@ -182,6 +186,9 @@ func (o *owner[T]) completeHere(f *actors.Finish) {
 		rep = actors.Reply{Kind: actors.Failed, Code: code, Op: store.OpComplete, Err: err}
 	}
 	o.sh.Finish(f)
+	if o.apart {
+		handoff.Note(handoff.OwnerAnswer)
+	}
 	select {
 	case req.Reply <- rep:
 	default: // the shard shut down and answered the owner already

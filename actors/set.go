@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/idemrt/idem/internal/handoff"
 	"github.com/idemrt/idem/keyshard"
 	"github.com/idemrt/idem/store"
 )
@@ -117,10 +118,12 @@ func (set *Set) route(key string) {
 	}
 	if key == "" {
 		for _, s := range set.shards {
+			handoff.Note(handoff.Wake)
 			s.send(&wake{})
 		}
 		return
 	}
+	handoff.Note(handoff.Wake)
 	set.For(key).send(&wake{key: key})
 }
 

@@ -13,6 +13,7 @@ import (
 	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/idemrt/idem/clock"
+	"github.com/idemrt/idem/internal/handoff"
 	"github.com/idemrt/idem/mailbox"
 	"github.com/idemrt/idem/store"
 )
@@ -141,7 +142,10 @@ func (s *Shard) Leave() { s.gate.Leave() }
 // shard learns it is closing, so every accepted request reaches the actor
 // before its shutdown and gets a reply. That spares waiters a select on a
 // channel shared by all of them.
-func (s *Shard) Send(r *Request) bool { return s.sendIfOpen((*requestMsg)(r)) }
+func (s *Shard) Send(r *Request) bool {
+	handoff.Note(handoff.Request)
+	return s.sendIfOpen((*requestMsg)(r))
+}
 
 // sendIfOpen hands msg to the actor, or reports false once the door is
 // shut (see shutDoor).
@@ -165,10 +169,16 @@ func (s *Shard) shutDoor() {
 }
 
 // Finish hands an owner's result to the shard.
-func (s *Shard) Finish(f *Finish) { s.root.Send(s.pid, (*finishMsg)(f)) }
+func (s *Shard) Finish(f *Finish) {
+	handoff.Note(handoff.Finish)
+	s.root.Send(s.pid, (*finishMsg)(f))
+}
 
 // Abandon tells the shard that r's caller stopped waiting.
-func (s *Shard) Abandon(r *Request) { s.root.Send(s.pid, &abandon{req: r}) }
+func (s *Shard) Abandon(r *Request) {
+	handoff.Note(handoff.Abandon)
+	s.root.Send(s.pid, &abandon{req: r})
+}
 
 // Forget deletes key's record from the LRU and the store.
 func (s *Shard) Forget(ctx context.Context, key string) error {
@@ -284,7 +294,10 @@ func (s *Shard) rearm() {
 	s.armGen++
 	gen := s.armGen
 	s.armedAt = at
-	s.armed = s.cfg.Clock.AfterFunc(at.Sub(s.now()), func() { s.send(&tick{gen: gen}) })
+	s.armed = s.cfg.Clock.AfterFunc(at.Sub(s.now()), func() {
+		handoff.Note(handoff.Tick)
+		s.send(&tick{gen: gen})
+	})
 }
 
 func (s *Shard) onTick(m *tick) {
