@@ -11,6 +11,12 @@
 // [Note] is called just before the hand-off it names, so that the notes of
 // one call come in the order its hand-offs happen: each goroutine notes
 // before it hands over, and the next one notes only after.
+//
+// Noted are the hand-offs of the calls of Do and the shard's own events.
+// Not noted: Forget, Clear, Close and probes; the mailbox run behind a
+// message (one per message that finds the mailbox idle, the same hop); and
+// hand-offs inside a store's client, such as the goroutine per node that
+// go-redis starts for each pipeline on a Redis Cluster.
 package handoff
 
 import "sync/atomic"
