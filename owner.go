@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/idemrt/idem/actors"
+	"github.com/idemrt/idem/internal/handoff"
 	"github.com/idemrt/idem/store"
 )
 
@@ -27,6 +28,7 @@ type owner[T any] struct {
 	codec      Codec
 	classifier func(error) bool
 	waits      bool // WithOwnerWaits
+	apart      bool // fn runs on a goroutine of its own
 	answered   bool // the shard answered the Finish: the caller may release req
 	// enc holds the encoded result while an in-process store copies it.
 	enc *encoded
@@ -59,6 +61,8 @@ func (o *owner[T]) execute(ctx context.Context, st *callStats) (T, Outcome, erro
 	} else {
 		// Run fn apart, so that Do can return when ctx ends while fn goes
 		// on for the callers waiting for it.
+		o.apart = true
+		handoff.Note(handoff.Run)
 		go o.run()
 	}
 	var zero T
@@ -188,6 +192,9 @@ func (o *owner[T]) completeHere(f *actors.Finish) {
 		rep = actors.Reply{Kind: code, Op: store.OpComplete, Err: err}
 	}
 	o.rt.set.Finish(f)
+	if o.apart {
+		handoff.Note(handoff.OwnerAnswer)
+	}
 	select {
 	case req.Reply <- rep:
 	default: // the shard shut down and answered the owner already

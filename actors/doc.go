@@ -8,8 +8,8 @@
 // protoactor actor and owns, on its one goroutine, the state of its keys.
 // Three parts, a file or two each:
 //
-//   - the engine (state.go, step.go): the per-key logic as a pure
-//     transition function, keyState.step(event) → effects, with no I/O,
+//   - the engine (state.go, step.go): the per-key logic as one pure
+//     step, keyState.step(event) → effects (the transition function), with no I/O,
 //     goroutine, channel, lock or clock. A key is claiming (a Claim is out
 //     for a candidate caller), running (an owner here runs its function),
 //     lost (it runs, but its lease was lost), finishing or releasing (the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/idemrt/idem/internal/handoff"
 	"github.com/idemrt/idem/mailbox"
 	"github.com/idemrt/idem/store"
 )
@@ -153,6 +154,7 @@ func (s *shard) flush(p *partition, batch []*op) {
 		ops[i] = &o.Op
 	}
 	storage, observe := s.cfg.Store, s.cfg.OnBatch
+	handoff.Note(handoff.Batch)
 	p.io.Submit(func() {
 		ctx, cancel := s.storeContext()
 		start := time.Now()
@@ -167,6 +169,7 @@ func (s *shard) flush(p *partition, batch []*op) {
 				}
 			}
 		}
+		handoff.Note(handoff.BatchDone)
 		s.send(&batchDone{part: p, ops: batch})
 		if observe != nil {
 			observe(s.index, len(ops), failed, took) // after the results went back: the shard does not wait for it

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/idemrt/idem/internal/handoff"
 	"github.com/idemrt/idem/keyshard"
 	"github.com/idemrt/idem/store"
 )
@@ -117,10 +118,12 @@ func (set *Set) route(key string) {
 	}
 	if key == "" {
 		for _, s := range set.shards {
+			handoff.Note(handoff.Wake)
 			s.send(&wake{})
 		}
 		return
 	}
+	handoff.Note(handoff.Wake)
 	set.shardOf(key).send(&wake{key: key})
 }
 
@@ -146,6 +149,7 @@ func (set *Set) Send(r *Request) error {
 	if !r.NoAdmit && !s.gate.Enter() {
 		return ErrOverloaded
 	}
+	handoff.Note(handoff.Request)
 	if !s.sendIfOpen((*requestMsg)(r)) {
 		if !r.NoAdmit {
 			s.gate.Leave()
@@ -159,10 +163,16 @@ func (set *Set) Send(r *Request) error {
 func (set *Set) Leave(key string) { set.shardOf(key).gate.Leave() }
 
 // Finish hands an owner's result to the shard it was granted by.
-func (set *Set) Finish(f *Finish) { f.Req.shard.send((*finishMsg)(f)) }
+func (set *Set) Finish(f *Finish) {
+	handoff.Note(handoff.Finish)
+	f.Req.shard.send((*finishMsg)(f))
+}
 
 // Abandon tells the shard of r that its caller stopped waiting.
-func (set *Set) Abandon(r *Request) { r.shard.send(&abandon{req: r}) }
+func (set *Set) Abandon(r *Request) {
+	handoff.Note(handoff.Abandon)
+	r.shard.send(&abandon{req: r})
+}
 
 // Hit returns the LRU's record of key, if it holds one that has not
 // expired at now, without an actor hop. It is safe for concurrent use.

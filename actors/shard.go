@@ -13,6 +13,7 @@ import (
 	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/idemrt/idem/clock"
+	"github.com/idemrt/idem/internal/handoff"
 	"github.com/idemrt/idem/mailbox"
 	"github.com/idemrt/idem/store"
 )
@@ -256,7 +257,10 @@ func (s *shard) rearm() {
 	s.armGen++
 	gen := s.armGen
 	s.armedAt = at
-	s.armed = s.cfg.Clock.AfterFunc(at.Sub(s.now()), func() { s.send(&tick{gen: gen}) })
+	s.armed = s.cfg.Clock.AfterFunc(at.Sub(s.now()), func() {
+		handoff.Note(handoff.Tick)
+		s.send(&tick{gen: gen})
+	})
 }
 
 func (s *shard) onTick(m *tick) {

@@ -8,6 +8,7 @@ package actors
 import (
 	"time"
 
+	"github.com/idemrt/idem/internal/handoff"
 	"github.com/idemrt/idem/store"
 )
 
@@ -84,6 +85,7 @@ func (s *shard) perform(e *keyState, fx *effects) {
 	}
 	for i := range fx.answers {
 		a := &fx.answers[i]
+		handoff.Note(handoff.Reply)
 		select {
 		case a.req.Reply <- a.rep:
 		default:
