@@ -1,7 +1,6 @@
 package idem
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"runtime"
@@ -110,21 +109,6 @@ type Options struct {
 	// idem.waited, idem.wait_us, idem.token); the function runs under it.
 	// Default: nil, no tracing.
 	TracerProvider trace.TracerProvider
-
-	// LeaseTTL is the earlier name of Lease.
-	//
-	// Deprecated: use Lease. Setting both to different values is an error.
-	LeaseTTL time.Duration
-
-	// ResultTTL is the earlier name of TTL.
-	//
-	// Deprecated: use TTL. Setting both to different values is an error.
-	ResultTTL time.Duration
-
-	// Permanent is the earlier name of Classifier.
-	//
-	// Deprecated: use Classifier. Setting both is an error.
-	Permanent func(error) bool
 }
 
 const maxShards = 4096
@@ -134,12 +118,6 @@ const minPollInterval = time.Millisecond
 
 // resolve fills in defaults and rejects invalid values.
 func (o Options) resolve() (Options, error) {
-	if err := o.mergeDeprecated(); err != nil {
-		return o, err
-	}
-	if err := checkRenamedMethods(o.Store); err != nil {
-		return o, err
-	}
 	if err := o.validate(); err != nil {
 		return o, err
 	}
@@ -217,61 +195,8 @@ func (o *Options) fillDefaults() {
 	}
 }
 
-// checkRenamedMethods refuses a store that still has the methods the store
-// contract had before Release and Renew were named so. A stand-alone store
-// like that does not compile as a store.Store; but a wrapper that embeds a
-// store.Store and overrides Fail or Extend does, and its override would
-// silently never be called.
-func checkRenamedMethods(s store.Store) error {
-	if _, ok := s.(interface {
-		Fail(context.Context, string, store.Token) error
-	}); ok {
-		return fmt.Errorf("%w: Options.Store has a method Fail(ctx, key, token): the store contract's Fail is now Release; rename it, or it is never called", ErrInvalidArgument)
-	}
-	if _, ok := s.(interface {
-		Extend(context.Context, string, store.Token, time.Duration) error
-	}); ok {
-		return fmt.Errorf("%w: Options.Store has a method Extend(ctx, key, token, lease): the store contract's Extend is now Renew; rename it, or it is never called", ErrInvalidArgument)
-	}
-	return nil
-}
-
-// mergeDeprecated moves the fields set under their earlier names to their
-// names now.
-func (o *Options) mergeDeprecated() error {
-	for _, d := range []struct {
-		old, now string
-		from     time.Duration
-		to       *time.Duration
-	}{{"LeaseTTL", "Lease", o.LeaseTTL, &o.Lease}, {"ResultTTL", "TTL", o.ResultTTL, &o.TTL}} {
-		if d.from == 0 {
-			continue
-		}
-		if d.from < 0 || d.from > store.MaxDuration {
-			return fmt.Errorf("%w: Options.%s (the earlier name of %s) is %v; it must be positive and at most %v", ErrInvalidArgument, d.old, d.now, d.from, store.MaxDuration)
-		}
-		if *d.to != 0 && *d.to != d.from {
-			return fmt.Errorf("%w: Options.%s is %v and Options.%s (its earlier name) is %v; set only %[2]s", ErrInvalidArgument, d.now, *d.to, d.old, d.from)
-		}
-		*d.to = d.from
-	}
-	if o.Permanent != nil {
-		if o.Classifier != nil {
-			return fmt.Errorf("%w: Options.Classifier and Options.Permanent (its earlier name) are both set; set only Classifier", ErrInvalidArgument)
-		}
-		o.Classifier = o.Permanent
-	}
-	o.LeaseTTL, o.ResultTTL, o.Permanent = 0, 0, nil
-	return nil
-}
-
 // CallOption adjusts one call of [Do].
 type CallOption func(*callOptions)
-
-// Option is the earlier name of CallOption.
-//
-// Deprecated: use CallOption.
-type Option = CallOption
 
 type callOptions struct {
 	ttl, lease, settle time.Duration
