@@ -9,6 +9,7 @@ import (
 
 	"github.com/idemrt/idem"
 	"github.com/idemrt/idem/internal/idemtest"
+	"github.com/idemrt/idem/store"
 )
 
 func TestBadInput(t *testing.T) {
@@ -52,9 +53,11 @@ func TestBadInput(t *testing.T) {
 
 func TestNewRejectsBadOptions(t *testing.T) {
 	for name, o := range map[string]idem.Options{
-		"Lease":        {Lease: -time.Second},
-		"TTL":          {TTL: -1},
-		"Settle":       {Settle: -time.Second},
+		"Lease":        {Policy: idem.Policy{Lease: -time.Second}},
+		"TTL":          {Policy: idem.Policy{TTL: -1}},
+		"Settle":       {Policy: idem.Policy{Settle: -time.Second}},
+		"Lease long":   {Policy: idem.Policy{Lease: store.MaxDuration + 1}},
+		"FailFast":     {Policy: idem.Policy{FailFast: true, Settle: time.Second}},
 		"StoreTimeout": {StoreTimeout: -time.Second},
 		"Shards":       {Shards: -1},
 		"many shards":  {Shards: 1 << 20},

@@ -46,7 +46,7 @@ func TestHeldElsewhereRetriesAfterTheLeaseLeft(t *testing.T) {
 
 func TestHeldHereFailFastClampsTheDelay(t *testing.T) {
 	c := newConsumer(t, idem.Options{}, consume.Options{MinDelay: 50 * time.Millisecond, MaxDelay: 2 * time.Second,
-		CallOptions: []idem.CallOption{idem.WithSettle(0), idem.WithLease(10 * time.Second)}})
+		CallOptions: []idem.CallOption{idem.WithFailFast(), idem.WithLease(10 * time.Second)}})
 	g := idemtest.NewGate()
 	defer close(g.Open)
 	go consume.Handle(context.Background(), c, delivery("m", 1), g.Fn("v", nil))

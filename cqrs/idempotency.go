@@ -86,7 +86,7 @@ func NewIdempotency(opts IdempotencyOptions) (*Idempotency, error) {
 		optional: opts.Optional,
 		fp:       opts.Fingerprint,
 		opts: []idem.CallOption{
-			idem.WithSettle(0), // fail fast while another holder has the lock
+			idem.WithFailFast(), // fail fast while another holder has the lock
 			idem.WithLease(opts.LockTTL),
 			// A lock with a TTL: a holder that never finishes, even in a
 			// live process, is taken over after LockTTL.

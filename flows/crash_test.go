@@ -57,7 +57,7 @@ func redisRuntime(t testing.TB, addr string) (*idem.Runtime, *redis.Client) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt, err := idem.New(idem.Options{Store: st, Lease: crashLease})
+	rt, err := idem.New(idem.Options{Store: st, Policy: idem.Policy{Lease: crashLease}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +83,7 @@ func runWorker() bool {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
-	rt, err := idem.New(idem.Options{Store: st, Lease: crashLease})
+	rt, err := idem.New(idem.Options{Store: st, Policy: idem.Policy{Lease: crashLease}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)

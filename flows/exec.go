@@ -56,7 +56,7 @@ func (x *exec[S]) stepOptions(step string, so StepOptions) []idem.CallOption {
 	opts := []idem.CallOption{idem.WithFingerprint(x.fingerprint(step))}
 	switch {
 	case so.FailFast:
-		opts = append(opts, idem.WithSettle(0))
+		opts = append(opts, idem.WithFailFast())
 	case so.Settle > 0:
 		opts = append(opts, idem.WithSettle(so.Settle))
 	}
@@ -73,7 +73,7 @@ func (x *exec[S]) workflowOptions() []idem.CallOption {
 	var opts []idem.CallOption
 	switch {
 	case x.opts.FailFast:
-		opts = append(opts, idem.WithSettle(0))
+		opts = append(opts, idem.WithFailFast())
 	case x.opts.Settle > 0:
 		opts = append(opts, idem.WithSettle(x.opts.Settle))
 	}

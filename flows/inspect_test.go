@@ -166,7 +166,7 @@ func TestResultRefuses(t *testing.T) {
 // not for as long as the context allows; FailFast does not wait.
 func TestStepSettleIsBounded(t *testing.T) {
 	clk := idemtest.FakeClock()
-	rt := idemtest.Runtime(t, idem.Options{Store: memstore.New(memstore.Options{Clock: clk}), Clock: clk, Settle: time.Second})
+	rt := idemtest.Runtime(t, idem.Options{Store: memstore.New(memstore.Options{Clock: clk}), Clock: clk, Policy: idem.Policy{Settle: time.Second}})
 	for _, failFast := range []bool{false, true} {
 		g := idemtest.NewGate()
 		holder := flows.Must(flows.New("holder", flows.Step("charge", func(ctx context.Context, o Order) (Order, error) {

@@ -44,8 +44,12 @@ func New(opts Options) (*Middleware, error) {
 	for _, meth := range o.Methods {
 		m.methods[meth] = true
 	}
+	wait := idem.WithFailFast() // FailFast: 409 at once
+	if o.Settle > 0 {
+		wait = idem.WithSettle(o.Settle)
+	}
 	m.opts = []idem.CallOption{
-		idem.WithSettle(o.Settle), // 0 with FailFast: 409 at once
+		wait,
 		idem.WithTTL(o.TTL),
 		idem.WithLease(o.Lease),
 		// Only what StoreStatus accepts is stored: the function returns no

@@ -76,7 +76,7 @@ func runChild(ctx context.Context, id string) error {
 		return err
 	}
 	defer st.Close()
-	rt, err := idem.New(idem.Options{Store: st, Lease: childLease})
+	rt, err := idem.New(idem.Options{Store: st, Policy: idem.Policy{Lease: childLease}})
 	if err != nil {
 		return err
 	}

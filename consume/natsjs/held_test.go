@@ -19,7 +19,7 @@ import (
 // consumer process of its own would have.
 func sharedAdapter(t *testing.T, st *memstore.Store, co consume.Options, o natsjs.Options) *natsjs.Adapter {
 	t.Helper()
-	co.Runtime = idemtest.Runtime(t, idem.Options{Store: st, Lease: 10 * time.Second})
+	co.Runtime = idemtest.Runtime(t, idem.Options{Store: st, Policy: idem.Policy{Lease: 10 * time.Second}})
 	co.Logger = slog.New(slog.DiscardHandler)
 	c, err := consume.New(co)
 	if err != nil {

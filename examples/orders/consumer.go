@@ -81,7 +81,7 @@ func consumeOrders(ctx context.Context, id string) error {
 		return err
 	}
 	defer st.Close()
-	rt, err := idem.New(idem.Options{Store: st, Lease: lease})
+	rt, err := idem.New(idem.Options{Store: st, Policy: idem.Policy{Lease: lease}})
 	if err != nil {
 		return err
 	}
