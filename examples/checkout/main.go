@@ -112,7 +112,7 @@ func crashAndResume(ctx context.Context, shared store.Store) {
 	})
 	go func() {
 		_, _ = fa.Run(ctx, rtA, Checkout{Order: "o-2", Amount: 990},
-			flows.RunOptions[Checkout]{IdempotencyKey: "request-o-2", Namespace: "shop", Lease: time.Second})
+			flows.RunOptions[Checkout]{IdempotencyKey: "request-o-2", Namespace: "shop", Policy: idem.Policy{Lease: time.Second}})
 	}()
 	<-crashed
 	before := charges.Load()
@@ -122,7 +122,7 @@ func crashAndResume(ctx context.Context, shared store.Store) {
 	defer rtB.Close(ctx)
 	start := time.Now()
 	out, err := newFlow(func() {}).Run(ctx, rtB, Checkout{Order: "o-2", Amount: 990},
-		flows.RunOptions[Checkout]{IdempotencyKey: "request-o-2", Namespace: "shop", Lease: time.Second, Settle: 10 * time.Second})
+		flows.RunOptions[Checkout]{IdempotencyKey: "request-o-2", Namespace: "shop", Policy: idem.Policy{Lease: time.Second, Settle: 10 * time.Second}})
 	if err != nil {
 		log.Fatal(err)
 	}
