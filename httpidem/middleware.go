@@ -44,14 +44,10 @@ func New(opts Options) (*Middleware, error) {
 	for _, meth := range o.Methods {
 		m.methods[meth] = true
 	}
-	wait := idem.WithFailFast() // FailFast: 409 at once
-	if o.Settle > 0 {
-		wait = idem.WithSettle(o.Settle)
-	}
 	m.opts = []idem.CallOption{
-		wait,
-		idem.WithTTL(o.TTL),
-		idem.WithLease(o.Lease),
+		// The middleware's policy: FailFast answers 409 at once; fields
+		// left zero (TTL, Lease) are the runtime's.
+		idem.WithPolicy(o.Policy),
 		// Only what StoreStatus accepts is stored: the function returns no
 		// other error to keep, and a runtime-wide classifier must not
 		// promote one.
