@@ -20,8 +20,11 @@ func TestHeldElsewhereRetriesAfterTheLeaseLeft(t *testing.T) {
 	st := memstore.New(memstore.Options{})
 	t.Cleanup(func() { st.Close() })
 	holder := newConsumer(t, idem.Options{Store: st}, consume.Options{})
-	other := newConsumer(t, idem.Options{Store: st}, consume.Options{Settle: 20 * time.Millisecond, MaxDelay: time.Minute,
-		CallOptions: []idem.CallOption{idem.WithLease(10 * time.Second)}})
+	other := newConsumer(t, idem.Options{Store: st}, consume.Options{
+		Policy:      idem.Policy{Settle: 20 * time.Millisecond},
+		MaxDelay:    time.Minute,
+		CallOptions: []idem.CallOption{idem.WithLease(10 * time.Second)},
+	})
 	g := idemtest.NewGate()
 	done := make(chan consume.Verdict, 1)
 	go func() {
@@ -248,7 +251,7 @@ func TestNewRejectsBadOptions(t *testing.T) {
 	rt := idemtest.Runtime(t, idem.Options{})
 	for name, o := range map[string]consume.Options{
 		"no runtime":       {},
-		"negative settle":  {Runtime: rt, Settle: -1},
+		"negative settle":  {Runtime: rt, Policy: idem.Policy{Settle: -1}},
 		"negative min":     {Runtime: rt, MinDelay: -1},
 		"negative max":     {Runtime: rt, MaxDelay: -time.Second},
 		"min over max":     {Runtime: rt, MinDelay: time.Second, MaxDelay: time.Millisecond},

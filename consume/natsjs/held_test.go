@@ -41,7 +41,7 @@ func TestHeldElsewhereNaksAfterTheLeaseLeft(t *testing.T) {
 	t.Cleanup(func() { st.Close() })
 	holder := sharedAdapter(t, st, consume.Options{}, natsjs.Options{})
 	var got consume.Verdict
-	other := sharedAdapter(t, st, consume.Options{Settle: 20 * time.Millisecond, MinDelay: 50 * time.Millisecond},
+	other := sharedAdapter(t, st, consume.Options{Policy: idem.Policy{Settle: 20 * time.Millisecond}, MinDelay: 50 * time.Millisecond},
 		natsjs.Options{OnVerdict: func(_ *natsjs.Message, v consume.Verdict, _ error) { got = v }})
 	g := idemtest.NewGate()
 	release := sync.OnceFunc(func() { close(g.Open) })

@@ -86,7 +86,7 @@ func consumeOrders(ctx context.Context, id string) error {
 		return err
 	}
 	defer rt.Close(context.Background())
-	c, err := consume.New(consume.Options{Runtime: rt, Settle: settle, MaxDelay: 5 * time.Second})
+	c, err := consume.New(consume.Options{Runtime: rt, Policy: idem.Policy{Settle: settle}, MaxDelay: 5 * time.Second})
 	if err != nil {
 		return err
 	}
