@@ -35,9 +35,9 @@ import (
 // in this process receive the owner's value itself, shared between them, so
 // treat it as read-only.
 //
-// Available options: [WithTTL], [WithLease], [WithSettle], [WithFingerprint],
-// [WithCodec], [WithOutcome], [WithClassifier], [WithOwnerWaits],
-// [WithoutRenewal].
+// Available options: [WithPolicy], [WithSettle], [WithFailFast],
+// [WithLease], [WithoutRenewal], [WithTTL], [WithClassifier],
+// [WithFingerprint], [WithCodec], [WithOutcome], [WithOwnerWaits].
 func Do[T any](ctx context.Context, rt *Runtime, key string, fn func(context.Context) (T, error), opts ...CallOption) (T, error) {
 	if rt == nil {
 		var zero T
@@ -208,6 +208,9 @@ func newRequest(key string, c *callOptions) *actors.Request {
 	r.Key = key
 	r.Fingerprint = c.fp
 	r.Lease, r.TTL, r.Settle = c.lease, c.ttl, c.settle
+	if c.failFast {
+		r.Settle = 0 // the shard's "do not wait"
+	}
 	r.NoRenew = c.noRenew
 	return r
 }

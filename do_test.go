@@ -93,11 +93,11 @@ func TestLaterCallsReplay(t *testing.T) {
 
 func TestSettleZeroFailsFast(t *testing.T) {
 	modes(t, func(t *testing.T, wrap func(store.Store) store.Store) {
-		rt := idemtest.Runtime(t, idem.Options{Store: wrap(memStore(nil)), Lease: time.Minute})
+		rt := idemtest.Runtime(t, idem.Options{Store: wrap(memStore(nil)), Policy: idem.Policy{Lease: time.Minute}})
 		g := idemtest.NewGate()
 		owner := idemtest.GoDo(bg, rt, "k", g.Fn("v", nil))
 		<-g.Started
-		_, err := idem.Do(bg, rt, "k", idemtest.MustNotRun(t), idem.WithSettle(0))
+		_, err := idem.Do(bg, rt, "k", idemtest.MustNotRun(t), idem.WithFailFast())
 		var ce *idem.ConflictError
 		if !errors.Is(err, idem.ErrConflict) || !errors.As(err, &ce) {
 			t.Fatalf("err = %v, want a *ConflictError", err)
@@ -302,7 +302,7 @@ func TestPermanentErrorFromStore(t *testing.T) {
 
 func TestClassifier(t *testing.T) {
 	isDecline := func(err error) bool { return errors.Is(err, errDeclined) }
-	rt := idemtest.Runtime(t, idem.Options{Classifier: isDecline})
+	rt := idemtest.Runtime(t, idem.Options{Policy: idem.Policy{Classifier: isDecline}})
 	_, err := idem.Do(bg, rt, "a", value2("", errDeclined))
 	_, err2 := idem.Do(bg, rt, "a", idemtest.MustNotRun(t))
 	if !errors.Is(err, errDeclined) || !errors.Is(err2, errDeclined) {

@@ -3,8 +3,9 @@
 // Services get retried requests, duplicate webhooks and at-least-once
 // deliveries. idem sits in front of the side effect: [Do] runs a function
 // once for a key; callers that arrive while it runs wait for its result (or
-// fail fast with [ErrConflict], see [WithSettle]); later callers get the
-// stored result back without running anything, until it expires.
+// fail fast with [ErrConflict], see [WithSettle] and [WithFailFast]); later
+// callers get the stored result back without running anything, until it
+// expires.
 //
 //	rt, err := idem.New(idem.Options{})
 //	...
@@ -22,12 +23,21 @@
 // of the [store.Store]: in memory by default (store/memstore), shared across
 // instances by a store such as Redis.
 //
+// # Policy
+//
+// How long a duplicate waits (or that it fails fast), the lease and its
+// renewal, how long a result is kept and which errors are kept like results
+// are one value, [Policy]: in the runtime's [Options], in every front end's
+// options (packages flows, cqrs, httpidem, consume), and per call
+// ([WithPolicy] and the options for one field). A field left zero inherits:
+// call, then front end, then runtime, then the built-in default.
+//
 // # Errors
 //
 // Errors that fn returns are transient unless marked with [Permanent] (or
-// matched by Options.Classifier / [WithClassifier]): a transient error stores
-// nothing and hands the key to one waiting caller; a permanent one is stored
-// and replayed. The runtime's own errors are sentinels with typed details:
+// matched by the policy's Classifier, [WithClassifier]): a transient error
+// stores nothing and hands the key to one waiting caller; a permanent one
+// is stored and replayed. The runtime's own errors are sentinels with typed details:
 // [ErrConflict] ([*ConflictError]), [ErrFingerprintMismatch], [ErrLeaseLost],
 // [ErrClosed], [ErrOverloaded], [ErrInvalidKey], [ErrInvalidArgument],
 // [ErrStoreUnavailable] ([*StoreError]), [ErrNotFound], [ErrInProgress],

@@ -124,7 +124,7 @@ func TestTypedErrorsFromTheStore(t *testing.T) {
 // with Permanent does.
 func TestTypedErrorClassified(t *testing.T) {
 	mem := memstore.New(memstore.Options{})
-	rt := idemtest.Runtime(t, idem.Options{Store: mem, Classifier: func(err error) bool { return errors.Is(err, errTestDeclined) }})
+	rt := idemtest.Runtime(t, idem.Options{Store: mem, Policy: idem.Policy{Classifier: func(err error) bool { return errors.Is(err, errTestDeclined) }}})
 	if _, err := idem.Do(bg, rt, "k", failWith(errTestDeclined)); !errors.Is(err, errTestDeclined) {
 		t.Fatal(err)
 	}

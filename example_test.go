@@ -54,8 +54,10 @@ func Example() {
 
 func ExampleNew() {
 	rt, err := idem.New(idem.Options{
-		Lease: 30 * time.Second, // a crashed owner's key is taken over after this
-		TTL:   time.Hour,        // results are replayed for this long
+		Policy: idem.Policy{
+			Lease: 30 * time.Second, // a crashed owner's key is taken over after this
+			TTL:   time.Hour,        // results are replayed for this long
+		},
 	})
 	if err != nil {
 		panic(err)
@@ -63,7 +65,7 @@ func ExampleNew() {
 	defer rt.Close(context.Background())
 	fmt.Println(rt.Stats().Shards > 0)
 
-	_, err = idem.New(idem.Options{Lease: -time.Second})
+	_, err = idem.New(idem.Options{Policy: idem.Policy{Lease: -time.Second}})
 	fmt.Println(errors.Is(err, idem.ErrInvalidArgument))
 	// Output:
 	// true
@@ -113,6 +115,30 @@ func ExampleWithOutcome() {
 
 func ExampleWithSettle() {
 	ctx := context.Background()
+	// A runtime whose calls fail fast by default.
+	rt := idem.Must(idem.New(idem.Options{Policy: idem.Policy{FailFast: true}}))
+	defer rt.Close(ctx)
+	started, release := make(chan struct{}), make(chan struct{})
+	go idem.Do(ctx, rt, "slow", func(context.Context) (int, error) {
+		close(started)
+		<-release
+		return 1, nil
+	})
+	<-started
+	// This call waits up to a minute for the run in flight, and gets its
+	// result: its function does not run.
+	dup := make(chan int)
+	go func() {
+		v, _ := idem.Do(ctx, rt, "slow", func(context.Context) (int, error) { return 2, nil }, idem.WithSettle(time.Minute))
+		dup <- v
+	}()
+	close(release)
+	fmt.Println(<-dup)
+	// Output: 1
+}
+
+func ExampleWithFailFast() {
+	ctx := context.Background()
 	rt := idem.Must(idem.New(idem.Options{}))
 	defer rt.Close(ctx)
 	started, release := make(chan struct{}), make(chan struct{})
@@ -123,7 +149,7 @@ func ExampleWithSettle() {
 	})
 	<-started
 	// Fail fast instead of waiting for the run in flight (HTTP 409).
-	_, err := idem.Do(ctx, rt, "slow", func(context.Context) (int, error) { return 2, nil }, idem.WithSettle(0))
+	_, err := idem.Do(ctx, rt, "slow", func(context.Context) (int, error) { return 2, nil }, idem.WithFailFast())
 	var ce *idem.ConflictError
 	fmt.Println(errors.As(err, &ce), ce.Key, ce.State)
 	close(release)

@@ -77,7 +77,7 @@ func TestHandOffToRenewingWaiterKeepsOtherRuntimesOut(t *testing.T) {
 		started(t, b, "B (handed the key)")
 
 		clk.Advance(200 * time.Millisecond) // 1.1 s: past A's lease, before B's first renewal
-		_, err := idem.Do(bg, rt2, "k", idemtest.MustNotRun(t), lease, idem.WithSettle(0))
+		_, err := idem.Do(bg, rt2, "k", idemtest.MustNotRun(t), lease, idem.WithFailFast())
 		if !errors.Is(err, idem.ErrConflict) {
 			t.Fatalf("runtime 2 while B runs: %v, want ErrConflict (B holds the key)", err)
 		}
@@ -257,7 +257,7 @@ func TestAbandonedCandidateClaim(t *testing.T) {
 	<-g.Started // Y owns the key and runs (fingerprint B)
 
 	// Z repeats Y's request on another instance.
-	_, err := idem.Do(bg, rtB, "k", idemtest.MustNotRun(t), idem.WithFingerprint(fpB), idem.WithSettle(0))
+	_, err := idem.Do(bg, rtB, "k", idemtest.MustNotRun(t), idem.WithFingerprint(fpB), idem.WithFailFast())
 	close(g.Open)
 	if r := idemtest.Recv(t, y); r.Err != nil {
 		t.Fatalf("Y: %+v", r)

@@ -8,10 +8,8 @@ import (
 	"time"
 
 	"github.com/idemrt/idem"
-	"github.com/idemrt/idem/clock"
 	"github.com/idemrt/idem/internal/idemtest"
 	"github.com/idemrt/idem/store"
-	"github.com/idemrt/idem/store/memstore"
 )
 
 func TestBadInput(t *testing.T) {
@@ -55,20 +53,17 @@ func TestBadInput(t *testing.T) {
 
 func TestNewRejectsBadOptions(t *testing.T) {
 	for name, o := range map[string]idem.Options{
-		"Lease":           {Lease: -time.Second},
-		"TTL":             {TTL: -1},
-		"LeaseTTL":        {Lease: time.Second, LeaseTTL: 2 * time.Second},
-		"ResultTTL":       {TTL: time.Hour, ResultTTL: time.Minute},
-		"Permanent":       {Classifier: func(error) bool { return true }, Permanent: func(error) bool { return false }},
-		"LeaseTTL alone":  {LeaseTTL: -time.Second},
-		"ResultTTL alone": {ResultTTL: store.MaxDuration + 1},
-		"Settle":          {Settle: -time.Second},
-		"StoreTimeout":    {StoreTimeout: -time.Second},
-		"Shards":          {Shards: -1},
-		"many shards":     {Shards: 1 << 20},
-		"CacheEntries":    {CacheEntries: -1},
-		"MaxPending":      {MaxPending: -5},
-		"MaxBatch":        {MaxBatch: -5},
+		"Lease":        {Policy: idem.Policy{Lease: -time.Second}},
+		"TTL":          {Policy: idem.Policy{TTL: -1}},
+		"Settle":       {Policy: idem.Policy{Settle: -time.Second}},
+		"Lease long":   {Policy: idem.Policy{Lease: store.MaxDuration + 1}},
+		"FailFast":     {Policy: idem.Policy{FailFast: true, Settle: time.Second}},
+		"StoreTimeout": {StoreTimeout: -time.Second},
+		"Shards":       {Shards: -1},
+		"many shards":  {Shards: 1 << 20},
+		"CacheEntries": {CacheEntries: -1},
+		"MaxPending":   {MaxPending: -5},
+		"MaxBatch":     {MaxBatch: -5},
 	} {
 		rt, err := idem.New(o)
 		if !errors.Is(err, idem.ErrInvalidArgument) || rt != nil {
@@ -77,67 +72,6 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		if !strings.Contains(err.Error(), strings.Fields(name)[0]) && name != "many shards" {
 			t.Fatalf("%s: error %q does not name the field", name, err)
 		}
-	}
-}
-
-// oldWrapper is a store wrapper written against the store contract's
-// earlier method names: it compiles (the embedded store has Release and
-// Renew), but its overrides would never be called.
-type oldWrapper struct{ store.Store }
-
-func (w oldWrapper) Fail(ctx context.Context, key string, tok store.Token) error {
-	return w.Store.Release(ctx, key, tok)
-}
-
-type oldRenewer struct{ store.Store }
-
-func (w oldRenewer) Extend(ctx context.Context, key string, tok store.Token, lease time.Duration) error {
-	return w.Store.Renew(ctx, key, tok, lease)
-}
-
-// A store with a method under the contract's earlier name is refused, not
-// silently bypassed.
-func TestStoreWithRenamedMethodsIsRefused(t *testing.T) {
-	for _, st := range []store.Store{oldWrapper{memstore.New(memstore.Options{})}, oldRenewer{memstore.New(memstore.Options{})}} {
-		rt, err := idem.New(idem.Options{Store: st})
-		if !errors.Is(err, idem.ErrInvalidArgument) || rt != nil {
-			t.Fatalf("New with %T = %v, %v; want ErrInvalidArgument", st, rt, err)
-		}
-		if !strings.Contains(err.Error(), "Release") && !strings.Contains(err.Error(), "Renew") {
-			t.Fatalf("error %q does not name the method's name now", err)
-		}
-	}
-}
-
-// The fields' earlier names still work: a runtime built with them behaves
-// as one built with the names now.
-func TestDeprecatedOptionNames(t *testing.T) {
-	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	errDeclined := errors.New("declined")
-	rt := idemtest.Runtime(t, idem.Options{
-		Clock:     clk,
-		ResultTTL: time.Minute,
-		LeaseTTL:  time.Minute, // equal to Lease: allowed
-		Lease:     time.Minute,
-		Permanent: func(err error) bool { return errors.Is(err, errDeclined) },
-	})
-	runs := 0
-	fn := func(context.Context) (int, error) { runs++; return 0, errDeclined }
-	for range 2 {
-		if _, err := idem.Do(bg, rt, "k", fn); !idem.IsPermanent(err) {
-			t.Fatalf("Do = %v; the Permanent classifier should make it permanent", err)
-		}
-	}
-	if runs != 1 {
-		t.Fatalf("runs = %d before the TTL ends, want 1 (the permanent error is replayed)", runs)
-	}
-	clk.Advance(2 * time.Minute)
-	var opts []idem.Option = []idem.CallOption{idem.WithTTL(time.Hour)}
-	if _, err := idem.Do(bg, rt, "k", fn, opts...); !idem.IsPermanent(err) {
-		t.Fatalf("Do after ResultTTL = %v", err)
-	}
-	if runs != 2 {
-		t.Fatalf("runs = %d after ResultTTL ended, want 2", runs)
 	}
 }
 

@@ -101,7 +101,7 @@ func TestGetWithoutInspector(t *testing.T) {
 	}
 	close(g.Open)
 	idemtest.Recv(t, ch)
-	if v, err := idem.Get[string](bg, rt, "k", idem.WithSettle(0)); err != nil || v != "v" {
+	if v, err := idem.Get[string](bg, rt, "k", idem.WithFailFast()); err != nil || v != "v" {
 		t.Fatalf("completed: %q %v", v, err)
 	}
 }
@@ -117,7 +117,7 @@ func TestGetInProgressFingerprint(t *testing.T) {
 	ch := idemtest.GoDo(bg, rt, "k", g.Fn("v", nil), idem.WithFingerprint([]byte("a")))
 	<-g.Started
 	for name, r := range map[string]*idem.Runtime{"holder": rt, "other instance": other} {
-		_, doErr := idem.Do(bg, r, "k", idemtest.MustNotRun(t), idem.WithFingerprint([]byte("b")), idem.WithSettle(0))
+		_, doErr := idem.Do(bg, r, "k", idemtest.MustNotRun(t), idem.WithFingerprint([]byte("b")), idem.WithFailFast())
 		_, getErr := idem.Get[string](bg, r, "k", idem.WithFingerprint([]byte("b")))
 		if !errors.Is(doErr, idem.ErrFingerprintMismatch) || !errors.Is(getErr, idem.ErrFingerprintMismatch) {
 			t.Errorf("%s: another fingerprint: Do %v, Get %v; want ErrFingerprintMismatch from both", name, doErr, getErr)
@@ -175,7 +175,7 @@ func TestGetOptions(t *testing.T) {
 	}
 	// The options of a Do call serve a Get: those about running are ignored.
 	v, err := idem.Get[string](bg, rt, "k", fp, idem.WithCodec(upperCodec{}), idem.WithTTL(time.Hour),
-		idem.WithSettle(0), idem.WithLease(time.Minute), idem.WithoutRenewal(), idem.WithOwnerWaits())
+		idem.WithFailFast(), idem.WithLease(time.Minute), idem.WithoutRenewal(), idem.WithOwnerWaits())
 	if err != nil || v != "v" {
 		t.Fatalf("with the call's options: %q %v", v, err)
 	}
@@ -235,7 +235,7 @@ func TestGetAndStateRefuse(t *testing.T) {
 func TestState(t *testing.T) {
 	clk := idemtest.FakeClock()
 	mem := memstore.New(memstore.Options{Clock: clk})
-	rt := idemtest.Runtime(t, idem.Options{Store: mem, Clock: clk, Lease: 30 * time.Second})
+	rt := idemtest.Runtime(t, idem.Options{Store: mem, Clock: clk, Policy: idem.Policy{Lease: 30 * time.Second}})
 	other := idemtest.Runtime(t, idem.Options{Store: mem, Clock: clk})
 
 	if st, err := rt.State(bg, "k"); err != nil || st.Status != idem.KeyAbsent || st.Key != "k" {

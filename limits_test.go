@@ -28,7 +28,7 @@ func TestHugeTTL(t *testing.T) {
 			t.Fatalf("huge duration: %v, want ErrInvalidArgument", err)
 		}
 	}
-	if _, err := idem.New(idem.Options{TTL: math.MaxInt64}); !errors.Is(err, idem.ErrInvalidArgument) {
+	if _, err := idem.New(idem.Options{Policy: idem.Policy{TTL: math.MaxInt64}}); !errors.Is(err, idem.ErrInvalidArgument) {
 		t.Fatalf("New with a huge TTL: %v", err)
 	}
 	v, err := idem.Do(bg, rt, "k", idemtest.Value("v"), idem.WithTTL(store.MaxDuration), idem.WithLease(store.MaxDuration))
@@ -53,7 +53,7 @@ func TestLongestTTLNoDoubleRun(t *testing.T) {
 	_, err := idem.Do(bg, rtB, "k", func(context.Context) (string, error) {
 		runs.Add(1)
 		return "B", nil
-	}, idem.WithTTL(store.MaxDuration), idem.WithSettle(0))
+	}, idem.WithTTL(store.MaxDuration), idem.WithFailFast())
 	if !errors.Is(err, idem.ErrConflict) {
 		t.Errorf("B: %v, want ErrConflict", err)
 	}

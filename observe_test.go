@@ -162,7 +162,7 @@ func TestClaimStoreErrorLogged(t *testing.T) {
 	}
 }
 
-// A fail-fast caller (WithSettle(0)) of a key held by another instance
+// A fail-fast caller (WithFailFast) of a key held by another instance
 // waits for nothing, and is not reported as a wait.
 func TestFailFastRemoteConflictNotAWait(t *testing.T) {
 	ms := memstore.New(memstore.Options{})
@@ -173,7 +173,7 @@ func TestFailFastRemoteConflictNotAWait(t *testing.T) {
 	g := idemtest.NewGate()
 	owner := idemtest.GoDo(bg, rt1, "k", g.Fn("v", nil))
 	<-g.Started
-	_, err := idem.Do(bg, rt2, "k", func(context.Context) (string, error) { return "", nil }, idem.WithSettle(0))
+	_, err := idem.Do(bg, rt2, "k", func(context.Context) (string, error) { return "", nil }, idem.WithFailFast())
 	close(g.Open)
 	idemtest.Recv(t, owner)
 	evs := obs.all()

@@ -1,7 +1,6 @@
 package idem
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"runtime"
@@ -18,6 +17,13 @@ import (
 // documented default, used when the field is left zero. Negative values are
 // errors, never "no limit".
 type Options struct {
+	// Policy is the runtime's policy: every call's settle time (or fail
+	// fast), lease and its renewal, result TTL and classifier, unless the
+	// call or its front end sets its own. Its fields left zero take the
+	// built-in defaults (see [Policy]): Settle 30s, Lease 60s (renewed),
+	// TTL 24h, no classifier.
+	Policy
+
 	// Store persists keys and results.
 	// Default: a new in-memory store (store/memstore) owned by the runtime.
 	Store store.Store
@@ -35,22 +41,6 @@ type Options struct {
 	// DisableCache turns the hot cache off: every replay reads the store.
 	// Default: false.
 	DisableCache bool
-
-	// Lease is how long a claim holds its key without renewal. The
-	// runtime renews it every third of it while the function runs; when a
-	// process dies, its keys are taken over after this long.
-	// Default: 60s.
-	Lease time.Duration
-
-	// TTL is how long a completed result (or permanent error) is kept
-	// and replayed.
-	// Default: 24h.
-	TTL time.Duration
-
-	// Settle is how long a call waits for another call of the same key that
-	// is running, unless the call says otherwise (WithSettle).
-	// Default: 30s.
-	Settle time.Duration
 
 	// PollInterval is the longest wait between two checks of a key that
 	// another instance holds, when the store cannot wake waiters (it does
@@ -79,12 +69,6 @@ type Options struct {
 	// Default: 5s.
 	StoreTimeout time.Duration
 
-	// Classifier decides which errors of functions are permanent: those for
-	// which it returns true are stored and replayed like results, as if
-	// marked with [Permanent]. Per call, [WithClassifier] replaces it.
-	// Default: nil (only errors marked with Permanent are permanent).
-	Classifier func(error) bool
-
 	// Logger receives the runtime's warnings (lease lost, store errors). The
 	// runtime logs nothing per call at info level.
 	// Default: nil, which discards everything.
@@ -110,21 +94,6 @@ type Options struct {
 	// idem.waited, idem.wait_us, idem.token); the function runs under it.
 	// Default: nil, no tracing.
 	TracerProvider trace.TracerProvider
-
-	// LeaseTTL is the earlier name of Lease.
-	//
-	// Deprecated: use Lease. Setting both to different values is an error.
-	LeaseTTL time.Duration
-
-	// ResultTTL is the earlier name of TTL.
-	//
-	// Deprecated: use TTL. Setting both to different values is an error.
-	ResultTTL time.Duration
-
-	// Permanent is the earlier name of Classifier.
-	//
-	// Deprecated: use Classifier. Setting both is an error.
-	Permanent func(error) bool
 }
 
 const maxShards = 4096
@@ -134,12 +103,6 @@ const minPollInterval = time.Millisecond
 
 // resolve fills in defaults and rejects invalid values.
 func (o Options) resolve() (Options, error) {
-	if err := o.mergeDeprecated(); err != nil {
-		return o, err
-	}
-	if err := checkRenamedMethods(o.Store); err != nil {
-		return o, err
-	}
 	if err := o.validate(); err != nil {
 		return o, err
 	}
@@ -149,13 +112,16 @@ func (o Options) resolve() (Options, error) {
 
 // validate rejects negative and out-of-range values.
 func (o *Options) validate() error {
+	if err := o.Policy.Validate("Options"); err != nil {
+		return err
+	}
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: Options.%s", ErrInvalidArgument, fmt.Sprintf(format, args...))
 	}
 	for _, d := range []struct {
 		name string
 		v    time.Duration
-	}{{"Lease", o.Lease}, {"TTL", o.TTL}, {"Settle", o.Settle}, {"StoreTimeout", o.StoreTimeout}, {"PollInterval", o.PollInterval}} {
+	}{{"StoreTimeout", o.StoreTimeout}, {"PollInterval", o.PollInterval}} {
 		if d.v < 0 {
 			return bad("%s is %v; it must not be negative (zero means the default)", d.name, d.v)
 		}
@@ -182,20 +148,12 @@ func (o *Options) validate() error {
 
 // fillDefaults sets every field left zero to its documented default.
 func (o *Options) fillDefaults() {
+	o.Policy = o.Policy.Inherit(builtin)
 	if o.Shards == 0 {
 		o.Shards = 2 * runtime.GOMAXPROCS(0)
 	}
 	if o.CacheEntries == 0 {
 		o.CacheEntries = 65536
-	}
-	if o.Lease == 0 {
-		o.Lease = 60 * time.Second
-	}
-	if o.TTL == 0 {
-		o.TTL = 24 * time.Hour
-	}
-	if o.Settle == 0 {
-		o.Settle = 30 * time.Second
 	}
 	if o.PollInterval == 0 {
 		o.PollInterval = actors.DefaultPollInterval
@@ -217,64 +175,16 @@ func (o *Options) fillDefaults() {
 	}
 }
 
-// checkRenamedMethods refuses a store that still has the methods the store
-// contract had before Release and Renew were named so. A stand-alone store
-// like that does not compile as a store.Store; but a wrapper that embeds a
-// store.Store and overrides Fail or Extend does, and its override would
-// silently never be called.
-func checkRenamedMethods(s store.Store) error {
-	if _, ok := s.(interface {
-		Fail(context.Context, string, store.Token) error
-	}); ok {
-		return fmt.Errorf("%w: Options.Store has a method Fail(ctx, key, token): the store contract's Fail is now Release; rename it, or it is never called", ErrInvalidArgument)
-	}
-	if _, ok := s.(interface {
-		Extend(context.Context, string, store.Token, time.Duration) error
-	}); ok {
-		return fmt.Errorf("%w: Options.Store has a method Extend(ctx, key, token, lease): the store contract's Extend is now Renew; rename it, or it is never called", ErrInvalidArgument)
-	}
-	return nil
-}
-
-// mergeDeprecated moves the fields set under their earlier names to their
-// names now.
-func (o *Options) mergeDeprecated() error {
-	for _, d := range []struct {
-		old, now string
-		from     time.Duration
-		to       *time.Duration
-	}{{"LeaseTTL", "Lease", o.LeaseTTL, &o.Lease}, {"ResultTTL", "TTL", o.ResultTTL, &o.TTL}} {
-		if d.from == 0 {
-			continue
-		}
-		if d.from < 0 || d.from > store.MaxDuration {
-			return fmt.Errorf("%w: Options.%s (the earlier name of %s) is %v; it must be positive and at most %v", ErrInvalidArgument, d.old, d.now, d.from, store.MaxDuration)
-		}
-		if *d.to != 0 && *d.to != d.from {
-			return fmt.Errorf("%w: Options.%s is %v and Options.%s (its earlier name) is %v; set only %[2]s", ErrInvalidArgument, d.now, *d.to, d.old, d.from)
-		}
-		*d.to = d.from
-	}
-	if o.Permanent != nil {
-		if o.Classifier != nil {
-			return fmt.Errorf("%w: Options.Classifier and Options.Permanent (its earlier name) are both set; set only Classifier", ErrInvalidArgument)
-		}
-		o.Classifier = o.Permanent
-	}
-	o.LeaseTTL, o.ResultTTL, o.Permanent = 0, 0, nil
-	return nil
-}
-
-// CallOption adjusts one call of [Do].
+// CallOption adjusts one call of [Do] (or [Get]). Options that set a
+// field of the call's [Policy] override the field where the call's front
+// end and runtime set it; a later option overrides an earlier one.
 type CallOption func(*callOptions)
 
-// Option is the earlier name of CallOption.
-//
-// Deprecated: use CallOption.
-type Option = CallOption
-
+// callOptions are a call's options: the runtime's policy with the call's
+// own fields set over it, and the rest.
 type callOptions struct {
 	ttl, lease, settle time.Duration
+	failFast           bool // a duplicate does not wait: settle is not used
 	fp                 []byte
 	codec              Codec
 	outcome            *Outcome
@@ -296,8 +206,44 @@ func (c *callOptions) fail(format string, args ...any) {
 	}
 }
 
-// WithTTL sets how long this call's result is kept (default:
-// Options.TTL). It must be positive and at most 100 years
+// setPolicy sets the call's policy from p (the runtime's, resolved) or
+// over it (a call's: only p's fields that are set).
+func (c *callOptions) setPolicy(p Policy) {
+	switch {
+	case p.FailFast:
+		c.failFast = true
+	case p.Settle > 0:
+		c.settle, c.failFast = p.Settle, false
+	}
+	if p.Lease > 0 {
+		c.lease = p.Lease
+	}
+	if p.TTL > 0 {
+		c.ttl = p.TTL
+	}
+	if p.NoRenewal {
+		c.noRenew = true
+	}
+	if p.Classifier != nil {
+		c.classifier = p.Classifier
+	}
+}
+
+// WithPolicy sets, for this call, every field of p that is set (non-zero);
+// the fields p leaves zero keep what the front end or the runtime says
+// (see [Policy]). A field out of range fails the call with
+// ErrInvalidArgument, as does FailFast with Settle. Set p's Settle or
+// FailFast to decide both: a settle time waits even where the runtime
+// fails fast.
+func WithPolicy(p Policy) CallOption {
+	if err := p.Validate("WithPolicy: Policy"); err != nil {
+		return func(c *callOptions) { c.setErr(err) }
+	}
+	return func(c *callOptions) { c.setPolicy(p) }
+}
+
+// WithTTL sets how long this call's result is kept (default: the
+// runtime's Policy.TTL, 24h). It must be positive and at most 100 years
 // (store.MaxDuration).
 func WithTTL(d time.Duration) CallOption {
 	return func(c *callOptions) {
@@ -309,8 +255,9 @@ func WithTTL(d time.Duration) CallOption {
 	}
 }
 
-// WithLease sets this call's lease (default: Options.Lease). It must be
-// positive and at most 100 years: a lease never lasts forever.
+// WithLease sets this call's lease (default: the runtime's Policy.Lease,
+// 60s). It must be positive and at most 100 years: a lease never lasts
+// forever.
 func WithLease(d time.Duration) CallOption {
 	return func(c *callOptions) {
 		if err := store.CheckDuration("WithLease", d); err != nil {
@@ -321,17 +268,31 @@ func WithLease(d time.Duration) CallOption {
 	}
 }
 
-// WithSettle sets how long this call waits for a run of the key in flight
-// elsewhere (default: Options.Settle). Zero fails at once with ErrConflict
-// instead of waiting.
+// WithSettle sets how long this call waits for a run of its key in flight
+// (default: the runtime's Policy.Settle, 30s), also when the runtime or
+// the front end fails fast. It must be positive and at most 100 years
+// (store.MaxDuration): WithSettle(0) is an error, never "do not wait";
+// use [WithFailFast] for that.
 func WithSettle(d time.Duration) CallOption {
 	return func(c *callOptions) {
-		if d < 0 {
-			c.fail("WithSettle(%v): a settle time must not be negative", d)
-			return
+		switch {
+		case d == 0:
+			c.fail("WithSettle(0): a settle time must be positive; to fail at once instead of waiting, use WithFailFast()")
+		case d < 0:
+			c.fail("WithSettle(%v): a settle time must be positive", d)
+		case d > store.MaxDuration:
+			c.fail("WithSettle(%v): a settle time must be at most %v", d, store.MaxDuration)
+		default:
+			c.settle, c.failFast = d, false
 		}
-		c.settle = d
 	}
+}
+
+// WithFailFast makes this call fail at once with a [*ConflictError] while
+// another run holds its key, instead of waiting for it (Policy.FailFast).
+// A later WithSettle makes it wait again.
+func WithFailFast() CallOption {
+	return func(c *callOptions) { c.failFast = true }
 }
 
 // WithFingerprint ties the key to a request: a digest of what the call does
@@ -371,18 +332,20 @@ func WithOwnerWaits() CallOption {
 	return func(c *callOptions) { c.ownerWaits = true }
 }
 
-// WithoutRenewal makes the lease a hard limit: it is not renewed while the
-// function runs, so a run that outlasts it (a hung function in a live
-// process, too) can be taken over by another caller, and its own result is
-// then refused with ErrLeaseLost. That is the semantics of a lock with a
-// TTL; by default the lease is renewed every third of it and only a process
-// that stopped renewing loses its keys.
+// WithoutRenewal makes the lease a hard limit (Policy.NoRenewal): it is
+// not renewed while the function runs, so a run that outlasts it (a hung
+// function in a live process, too) can be taken over by another caller,
+// and its own result is then refused with ErrLeaseLost. That is the
+// semantics of a lock with a TTL; by default the lease is renewed every
+// third of it and only a process that stopped renewing loses its keys.
 func WithoutRenewal() CallOption {
 	return func(c *callOptions) { c.noRenew = true }
 }
 
-// WithClassifier sets which errors of this call's function are permanent,
-// replacing Options.Classifier. Errors marked with [Permanent] always are.
+// WithClassifier sets which errors of this call's function are permanent
+// (Policy.Classifier), replacing the front end's and the runtime's. Errors
+// marked with [Permanent] always are; with a nil isPermanent, only they
+// are.
 func WithClassifier(isPermanent func(error) bool) CallOption {
 	return func(c *callOptions) { c.classifier = isPermanent }
 }

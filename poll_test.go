@@ -79,9 +79,9 @@ func TestPollInterval(t *testing.T) {
 			g := idemtest.NewGate()
 			owner := idemtest.GoDo(bg, holder, "k", g.Fn("v", nil))
 			<-g.Started
-			// A settle time that never ends arms no timer: the waiter's one
-			// timer is its re-claim.
-			dup := idemtest.GoDo(bg, waiter, "k", idemtest.MustNotRun(t), idem.WithSettle(time.Duration(1<<63-1)))
+			// The settle time (the longest: 100 years) ends long after
+			// the test: the waiter's first timer is its re-claim.
+			dup := idemtest.GoDo(bg, waiter, "k", idemtest.MustNotRun(t), idem.WithSettle(store.MaxDuration))
 			untilArmed(t, clk)
 			if n := st.claims.Load(); n != 1 {
 				t.Fatalf("%d claims, want 1", n)
@@ -131,7 +131,7 @@ func TestPollIntervalStopsAtLeaseEnd(t *testing.T) {
 	if _, err := mem.Claim(bg, "k", store.ClaimRequest{Owner: "dead", Lease: time.Minute, TTL: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
-	ch := idemtest.GoDo(bg, rt, "k", idemtest.Value("taken over"), idem.WithSettle(time.Duration(1<<63-1)))
+	ch := idemtest.GoDo(bg, rt, "k", idemtest.Value("taken over"), idem.WithSettle(store.MaxDuration))
 	// Checks at 10ms, 30ms, 70ms, ... 40.95s: the next wait would be 40.96s.
 	wait := 10 * time.Millisecond
 	for range 12 {

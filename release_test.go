@@ -48,7 +48,7 @@ func (f *failRelease) Subscribe(ctx context.Context, fn func(string)) (string, f
 	return f.Store.(store.Waker).Subscribe(ctx, fn)
 }
 
-// A WithSettle(0) caller gets ErrConflict at once while the shard retries
+// A WithFailFast() caller gets ErrConflict at once while the shard retries
 // the release of a failed owner's claim (the store refuses the Release; the
 // shard retries while the lease lasts, 1 min here), instead of being parked
 // until the release goes through.
@@ -68,10 +68,10 @@ func TestSettleZeroAnsweredWhileReleaseRetried(t *testing.T) {
 	}
 	idemtest.Eventually(t, "the release to fail", func() bool { return st.failCount() > 0 })
 
-	r := idemtest.Recv(t, idemtest.GoDo(bg, rt, "k", idemtest.MustNotRun(t), idem.WithSettle(0)))
+	r := idemtest.Recv(t, idemtest.GoDo(bg, rt, "k", idemtest.MustNotRun(t), idem.WithFailFast()))
 	var ce *idem.ConflictError
 	if !errors.As(r.Err, &ce) || ce.LeaseLeft <= 0 {
-		t.Fatalf("a WithSettle(0) caller while the release is retried: %+v, want a *ConflictError with the lease left", r)
+		t.Fatalf("a WithFailFast() caller while the release is retried: %+v, want a *ConflictError with the lease left", r)
 	}
 	st.mu.Lock()
 	st.failing = false
@@ -129,7 +129,7 @@ func TestRenewedOwnerNotEvicted(t *testing.T) {
 	_, err := idem.Do(bg, rt2, keys[0], func(context.Context) (string, error) {
 		runs.Add(1)
 		return "B", nil
-	}, append(opts, idem.WithSettle(0))...)
+	}, append(opts, idem.WithFailFast())...)
 	if runs.Load() != 0 {
 		t.Errorf("a second runtime ran %s while its first owner held a live, renewed lease (evicted %d); its answer: %v", keys[0], mem.Evicted(), err)
 	}

@@ -75,13 +75,8 @@ func New(opts Options) (*Runtime, error) {
 		rt.tracer = o.TracerProvider.Tracer("github.com/idemrt/idem")
 	}
 	rt.observing = o.Observer != nil || rt.tracer != nil
-	rt.defaults = callOptions{
-		ttl:        o.TTL,
-		lease:      o.Lease,
-		settle:     o.Settle,
-		codec:      JSON,
-		classifier: o.Classifier,
-	}
+	rt.defaults = callOptions{codec: JSON}
+	rt.defaults.setPolicy(o.Policy)
 	return rt, nil
 }
 

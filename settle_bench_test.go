@@ -28,7 +28,7 @@ func BenchmarkStormSettle(b *testing.B) {
 		start func(b *testing.B) stormCall
 	}{
 		{"idem", func(b *testing.B) stormCall {
-			rt := idemtest.Runtime(b, idem.Options{Settle: 3 * time.Second})
+			rt := idemtest.Runtime(b, idem.Options{Policy: idem.Policy{Settle: 3 * time.Second}})
 			return func(key string, fn chargeFunc) (bool, error) {
 				var out idem.Outcome
 				_, err := idem.Do(bg, rt, key, fn, idem.WithOutcome(&out))

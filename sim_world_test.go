@@ -392,9 +392,7 @@ func (w *simWorld) newRT(slot int) *simRT {
 		Store:  st,
 		Clock:  simClock{w, r},
 		Shards: w.cfg.shards,
-		Lease:  r.lease,
-		TTL:    time.Hour,
-		Settle: r.settle,
+		Policy: idem.Policy{Lease: r.lease, TTL: time.Hour, Settle: r.settle},
 		Logger: slog.New(slog.DiscardHandler),
 	})
 	if err != nil {
@@ -450,7 +448,11 @@ func (w *simWorld) newCall() {
 		c.settle = 5 * time.Second
 	}
 	if rng.IntN(100) < 90 {
-		opts = append(opts, idem.WithSettle(c.settle))
+		if c.settle == 0 {
+			opts = append(opts, idem.WithFailFast())
+		} else {
+			opts = append(opts, idem.WithSettle(c.settle))
+		}
 	} else {
 		c.settle = r.settle // Options.Settle
 	}

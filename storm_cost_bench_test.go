@@ -22,7 +22,7 @@ import (
 // (run the two test binaries alternately).
 func BenchmarkStormCost(b *testing.B) {
 	const callers = 1000
-	rt := idemtest.Runtime(b, idem.Options{Settle: 3 * time.Second})
+	rt := idemtest.Runtime(b, idem.Options{Policy: idem.Policy{Settle: 3 * time.Second}})
 	fn := func(context.Context) (receipt, error) {
 		for rt.Stats().Waiters < callers-1 {
 			time.Sleep(20 * time.Microsecond)

@@ -99,7 +99,7 @@ func TestStaleOwnerRefused(t *testing.T) {
 	clk := idemtest.FakeClock()
 	mem := memStore(clk)
 	fs := &faultStore{Store: mem, renewErr: errors.New("connection refused")}
-	rtA := idemtest.Runtime(t, idem.Options{Store: fs, Clock: clk, Lease: 10 * time.Second})
+	rtA := idemtest.Runtime(t, idem.Options{Store: fs, Clock: clk, Policy: idem.Policy{Lease: 10 * time.Second}})
 	rtB := idemtest.Runtime(t, idem.Options{Store: mem, Clock: clk})
 	g := idemtest.NewGate()
 	a := idemtest.GoDo(bg, rtA, "k", g.Fn("A", nil))
@@ -123,7 +123,7 @@ func TestStaleOwnerRefused(t *testing.T) {
 func TestLeaseRenewed(t *testing.T) {
 	clk := idemtest.FakeClock()
 	mem := memStore(clk)
-	rtA := idemtest.Runtime(t, idem.Options{Store: mem, Clock: clk, Lease: 9 * time.Second})
+	rtA := idemtest.Runtime(t, idem.Options{Store: mem, Clock: clk, Policy: idem.Policy{Lease: 9 * time.Second}})
 	g := idemtest.NewGate()
 	a := idemtest.GoDo(bg, rtA, "k", g.Fn("A", nil))
 	<-g.Started
@@ -151,7 +151,7 @@ func TestLeaseRenewed(t *testing.T) {
 func TestLeaseLostCancelsFunction(t *testing.T) {
 	clk := idemtest.FakeClock()
 	fs := &faultStore{Store: memStore(clk), renewErr: store.ErrLeaseLost}
-	rt := idemtest.Runtime(t, idem.Options{Store: fs, Clock: clk, Lease: 9 * time.Second})
+	rt := idemtest.Runtime(t, idem.Options{Store: fs, Clock: clk, Policy: idem.Policy{Lease: 9 * time.Second}})
 	started := make(chan struct{})
 	ch := idemtest.GoDo(bg, rt, "k", func(ctx context.Context) (string, error) {
 		close(started)

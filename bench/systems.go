@@ -172,7 +172,7 @@ type idemSystem struct {
 // newIdemSystem builds idem ("idem-nocache": without its result cache) on
 // the configured store, keys under ns.
 func newIdemSystem(name string, e *env, ns string) (system, error) {
-	opts := idem.Options{Settle: e.cfg.Settle, DisableCache: name == "idem-nocache", Shards: e.cfg.Shards}
+	opts := idem.Options{Policy: idem.Policy{Settle: e.cfg.Settle}, DisableCache: name == "idem-nocache", Shards: e.cfg.Shards}
 	if e.col != nil {
 		opts.Observer = e.col
 	}

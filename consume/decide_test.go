@@ -20,8 +20,11 @@ func TestHeldElsewhereRetriesAfterTheLeaseLeft(t *testing.T) {
 	st := memstore.New(memstore.Options{})
 	t.Cleanup(func() { st.Close() })
 	holder := newConsumer(t, idem.Options{Store: st}, consume.Options{})
-	other := newConsumer(t, idem.Options{Store: st}, consume.Options{Settle: 20 * time.Millisecond, MaxDelay: time.Minute,
-		CallOptions: []idem.CallOption{idem.WithLease(10 * time.Second)}})
+	other := newConsumer(t, idem.Options{Store: st}, consume.Options{
+		Policy:      idem.Policy{Settle: 20 * time.Millisecond},
+		MaxDelay:    time.Minute,
+		CallOptions: []idem.CallOption{idem.WithLease(10 * time.Second)},
+	})
 	g := idemtest.NewGate()
 	done := make(chan consume.Verdict, 1)
 	go func() {
@@ -46,7 +49,7 @@ func TestHeldElsewhereRetriesAfterTheLeaseLeft(t *testing.T) {
 
 func TestHeldHereFailFastClampsTheDelay(t *testing.T) {
 	c := newConsumer(t, idem.Options{}, consume.Options{MinDelay: 50 * time.Millisecond, MaxDelay: 2 * time.Second,
-		CallOptions: []idem.CallOption{idem.WithSettle(0), idem.WithLease(10 * time.Second)}})
+		CallOptions: []idem.CallOption{idem.WithFailFast(), idem.WithLease(10 * time.Second)}})
 	g := idemtest.NewGate()
 	defer close(g.Open)
 	go consume.Handle(context.Background(), c, delivery("m", 1), g.Fn("v", nil))
@@ -248,7 +251,7 @@ func TestNewRejectsBadOptions(t *testing.T) {
 	rt := idemtest.Runtime(t, idem.Options{})
 	for name, o := range map[string]consume.Options{
 		"no runtime":       {},
-		"negative settle":  {Runtime: rt, Settle: -1},
+		"negative settle":  {Runtime: rt, Policy: idem.Policy{Settle: -1}},
 		"negative min":     {Runtime: rt, MinDelay: -1},
 		"negative max":     {Runtime: rt, MaxDelay: -time.Second},
 		"min over max":     {Runtime: rt, MinDelay: time.Second, MaxDelay: time.Millisecond},

@@ -92,7 +92,7 @@ func Handle[T any](ctx context.Context, c *Consumer, d Delivery, fn func(context
 	}
 	var out idem.Outcome
 	opts := make([]idem.CallOption, 0, 3+len(c.o.CallOptions))
-	opts = append(opts, idem.WithSettle(c.o.Settle))
+	opts = append(opts, idem.WithPolicy(c.o.Policy))
 	if d.Fingerprint != nil {
 		opts = append(opts, idem.WithFingerprint(d.Fingerprint))
 	}

@@ -166,7 +166,7 @@ func TestPermanentTermsAndDuplicateReplaysIt(t *testing.T) {
 
 func TestClassifiedPermanentTerms(t *testing.T) {
 	invalid := errors.New("invalid order")
-	c := newConsumer(t, idem.Options{Classifier: func(err error) bool { return errors.Is(err, invalid) }}, consume.Options{})
+	c := newConsumer(t, idem.Options{Policy: idem.Policy{Classifier: func(err error) bool { return errors.Is(err, invalid) }}}, consume.Options{})
 	var e effect
 	for _, out := range []idem.Outcome{idem.Executed, idem.Replayed} {
 		_, vd := consume.Handle(context.Background(), c, delivery("m", 1), e.fn("", invalid))

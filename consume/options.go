@@ -15,14 +15,23 @@ type Options struct {
 	// Runtime runs the handlers and stores their results. Required.
 	Runtime *idem.Runtime
 
-	// Settle is how long a delivery waits for a run of the same key in
-	// flight (a duplicate arriving while the first is handled) before it
-	// gives the message back to the broker with a Retry. Keep it well under
-	// the broker's acknowledgement timeout unless the adapter keeps the
-	// message alive while it waits (natsjs does).
-	// Default: 5s. To fail fast instead, add idem.WithSettle(0) to
-	// CallOptions.
-	Settle time.Duration
+	// Policy is the consumer's idem policy. Its fields left zero are the
+	// runtime's (idem.Options.Policy), but for Settle:
+	//
+	//   - Settle is how long a delivery waits for a run of the same key in
+	//     flight (a duplicate arriving while the first is handled) before
+	//     it gives the message back to the broker with a Retry. Keep it
+	//     well under the broker's acknowledgement timeout unless the
+	//     adapter keeps the message alive while it waits (natsjs does).
+	//     Default: 5s (DefaultSettle), not the runtime's: a delivery that
+	//     waits holds up the messages behind it, and the broker
+	//     redelivers it anyway.
+	//   - FailFast gives the duplicate back at once instead (a Retry after
+	//     what the holder's lease has left). Setting Settle too is an
+	//     error.
+	//   - TTL is how long a message's result is replayed; Lease, NoRenewal
+	//     and Classifier are as in idem.Policy.
+	idem.Policy
 
 	// MinDelay and MaxDelay bound every retry delay: the transient-error
 	// backoff and the wait for a key held elsewhere. Set both, and MinDelay
@@ -50,9 +59,8 @@ type Options struct {
 	MissingKey Decision
 
 	// CallOptions are added to every idem.Do call, after the consumer's own
-	// (so they win): idem.WithTTL for how long a message's result is
-	// replayed, idem.WithLease, idem.WithCodec, idem.WithClassifier,
-	// idem.WithSettle(0) ... The one exception is idem.WithOutcome: the
+	// (so they win over Policy too): idem.WithCodec, say. The one
+	// exception is idem.WithOutcome: the
 	// consumer's own comes last, so a WithOutcome here receives nothing;
 	// read Verdict.Outcome instead.
 	// Default: none.
@@ -81,9 +89,9 @@ type Consumer struct {
 }
 
 // New returns a consumer with opts, or an error matching
-// idem.ErrInvalidArgument for a nil runtime, a negative duration, a
-// MinDelay over a MaxDelay when both are set, or a MissingKey other than
-// Term or Retry. When only one of MinDelay and MaxDelay is set, the
+// idem.ErrInvalidArgument for a nil runtime, a negative duration, FailFast
+// with Settle, a MinDelay over a MaxDelay when both are set, or a
+// MissingKey other than Term or Retry. When only one of MinDelay and MaxDelay is set, the
 // default of the other is moved to it instead (see Options.MinDelay).
 func New(opts Options) (*Consumer, error) {
 	bad := func(format string, args ...any) error {
@@ -92,10 +100,13 @@ func New(opts Options) (*Consumer, error) {
 	if opts.Runtime == nil {
 		return nil, bad("Runtime is nil")
 	}
+	if err := opts.Policy.Validate("consume.Options"); err != nil {
+		return nil, err
+	}
 	for _, d := range []struct {
 		name string
 		v    time.Duration
-	}{{"Settle", opts.Settle}, {"MinDelay", opts.MinDelay}, {"MaxDelay", opts.MaxDelay}} {
+	}{{"MinDelay", opts.MinDelay}, {"MaxDelay", opts.MaxDelay}} {
 		if d.v < 0 {
 			return nil, bad("%s is %v; it must not be negative (zero means the default)", d.name, d.v)
 		}
@@ -113,9 +124,7 @@ func New(opts Options) (*Consumer, error) {
 }
 
 func (o *Options) fillDefaults() {
-	if o.Settle == 0 {
-		o.Settle = DefaultSettle
-	}
+	o.Policy = o.Policy.Inherit(idem.Policy{Settle: DefaultSettle})
 	if o.MinDelay == 0 {
 		o.MinDelay = DefaultMinDelay
 		if o.MaxDelay != 0 {

@@ -25,7 +25,8 @@
 //   - if the command was processed, returns the stored result without
 //     calling the handler;
 //   - if another holder has the lock, fails at once with an error that
-//     matches idem.ErrConflict (no waiting);
+//     matches idem.ErrConflict (no waiting, unless the options' Settle
+//     says to wait for the holder's result);
 //   - otherwise runs the rest of the pipeline; a success is stored for
 //     ProcessedTTL (default 24h) and the lock released; a failure (any
 //     error, even one marked idem.Permanent) stores nothing and releases the
@@ -36,8 +37,9 @@
 // lock with a TTL. A holder that has not finished within it, crashed or
 // hung in a live process, is taken over by the next dispatch, and its own
 // late result is refused with idem.ErrLeaseLost. The command bus keeps its
-// domain's words: LockTTL is idem's lease (a hard one, [idem.WithoutRenewal])
-// and ProcessedTTL idem's result TTL ([idem.WithTTL]).
+// domain's words: IdempotencyOptions embeds idem.Policy, and LockTTL is
+// another name of its Lease (a hard one: never renewed), ProcessedTTL of
+// its TTL. These defaults are the behaviour's own, not its runtime's.
 // Queries pass through untouched. A command without a request id fails with
 // [ErrNoRequestID], unless IdempotencyOptions.Optional lets it run without
 // idempotency.

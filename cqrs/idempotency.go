@@ -23,16 +23,33 @@ type IdempotencyOptions struct {
 	// closed by Close.
 	Runtime *idem.Runtime
 
-	// LockTTL is how long a command's lock holds: idem's lease, as a hard
-	// limit (idem.WithoutRenewal). It is not renewed: a holder that has not
-	// finished within it (crashed, or hung in a live process) is taken over
-	// by the next dispatch, and its own late result is refused with
-	// idem.ErrLeaseLost. Set it above the longest a handler may take.
+	// Policy is the behaviour's idem policy, with defaults of its own (the
+	// reference design's), not the runtime's:
+	//
+	//   - Lease is the command's lock TTL (LockTTL is its other spelling).
+	//     The lock is never renewed (NoRenewal is always on): a holder
+	//     that has not finished within it (crashed, or hung in a live
+	//     process) is taken over by the next dispatch, and its own late
+	//     result is refused with idem.ErrLeaseLost. Set it above the
+	//     longest a handler may take. Default: 60s.
+	//   - TTL is how long a command's result is kept and replayed: the
+	//     processed TTL (ProcessedTTL is its other spelling). Default: 24h.
+	//   - FailFast is the default: a duplicate of a command in flight
+	//     fails at once with an error matching idem.ErrConflict. Set
+	//     Settle to have it wait that long for the holder's result
+	//     instead.
+	//   - Classifier must be nil: the behaviour keeps only successes, and
+	//     every failure releases the lock (use idem.Do for a failure that
+	//     must be replayed).
+	idem.Policy
+
+	// LockTTL is the reference design's name of Policy.Lease, the lock's
+	// hard TTL; set one of the two.
 	// Default: 60s.
 	LockTTL time.Duration
 
-	// ProcessedTTL is how long a command's result is kept and replayed:
-	// idem's result TTL (idem.WithTTL).
+	// ProcessedTTL is the reference design's name of Policy.TTL, how long
+	// a command's result is kept and replayed; set one of the two.
 	// Default: 24h.
 	ProcessedTTL time.Duration
 
@@ -66,19 +83,21 @@ type Idempotency struct {
 
 var _ Behaviour = (*Idempotency)(nil)
 
+// The behaviour's own defaults (see IdempotencyOptions.Policy).
+var defaultPolicy = idem.Policy{
+	FailFast:  true,
+	Lease:     60 * time.Second,
+	TTL:       24 * time.Hour,
+	NoRenewal: true,
+}
+
 // NewIdempotency returns the idempotency behaviour. It fails with an error
-// matching idem.ErrInvalidArgument on a negative or too long duration.
+// matching idem.ErrInvalidArgument on a negative or too long duration, on
+// FailFast with Settle, on LockTTL with Lease or ProcessedTTL with TTL, and
+// on a Classifier.
 func NewIdempotency(opts IdempotencyOptions) (*Idempotency, error) {
-	if opts.LockTTL == 0 {
-		opts.LockTTL = 60 * time.Second
-	}
-	if opts.ProcessedTTL == 0 {
-		opts.ProcessedTTL = 24 * time.Hour
-	}
-	if err := store.CheckDuration("cqrs: IdempotencyOptions.LockTTL", opts.LockTTL); err != nil {
-		return nil, err
-	}
-	if err := store.CheckDuration("cqrs: IdempotencyOptions.ProcessedTTL", opts.ProcessedTTL); err != nil {
+	pol, err := opts.policy()
+	if err != nil {
 		return nil, err
 	}
 	p := &Idempotency{
@@ -86,12 +105,11 @@ func NewIdempotency(opts IdempotencyOptions) (*Idempotency, error) {
 		optional: opts.Optional,
 		fp:       opts.Fingerprint,
 		opts: []idem.CallOption{
-			idem.WithSettle(0), // fail fast while another holder has the lock
-			idem.WithLease(opts.LockTTL),
-			// A lock with a TTL: a holder that never finishes, even in a
-			// live process, is taken over after LockTTL.
-			idem.WithoutRenewal(),
-			idem.WithTTL(opts.ProcessedTTL),
+			// A lock with a TTL (NoRenewal): a holder that never finishes,
+			// even in a live process, is taken over after the lease; a
+			// duplicate fails fast while another holder has the lock,
+			// unless Settle says to wait.
+			idem.WithPolicy(pol),
 			// Nothing but a success is stored: a runtime-wide classifier
 			// must not make a handler's error permanent.
 			idem.WithClassifier(func(error) bool { return false }),
@@ -105,6 +123,38 @@ func NewIdempotency(opts IdempotencyOptions) (*Idempotency, error) {
 		p.rt, p.own = rt, true
 	}
 	return p, nil
+}
+
+// policy is the behaviour's resolved policy: the options' fields, under
+// their policy names or the reference design's, over the defaults.
+func (o IdempotencyOptions) policy() (idem.Policy, error) {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: cqrs: IdempotencyOptions.%s", idem.ErrInvalidArgument, fmt.Sprintf(format, args...))
+	}
+	pol := o.Policy
+	for _, d := range []struct {
+		name, other string
+		v           time.Duration
+		to          *time.Duration
+	}{{"LockTTL", "Lease", o.LockTTL, &pol.Lease}, {"ProcessedTTL", "TTL", o.ProcessedTTL, &pol.TTL}} {
+		if d.v == 0 {
+			continue
+		}
+		if *d.to != 0 {
+			return pol, bad("%s and %s are both set; they are one value (%[1]s is the reference design's name for it): set one", d.name, d.other)
+		}
+		if err := store.CheckDuration("cqrs: IdempotencyOptions."+d.name, d.v); err != nil {
+			return pol, err
+		}
+		*d.to = d.v
+	}
+	if o.Classifier != nil {
+		return pol, bad("Classifier is set; the behaviour keeps only successes, and a failure releases the lock (use idem.Do for a failure that must be replayed)")
+	}
+	if err := o.Policy.Validate("cqrs: IdempotencyOptions"); err != nil {
+		return pol, err
+	}
+	return pol.Inherit(defaultPolicy), nil
 }
 
 // Close closes the runtime the behaviour owns (none when

@@ -89,7 +89,7 @@ func TestConflictWhileInFlight(t *testing.T) {
 // keep it. The caller gets the handler's own error.
 func TestFailureReleasesLock(t *testing.T) {
 	errDeclined := errors.New("card declined")
-	rt := idemtest.Runtime(t, idem.Options{Classifier: func(error) bool { return true }})
+	rt := idemtest.Runtime(t, idem.Options{Policy: idem.Policy{Classifier: func(error) bool { return true }}})
 	for _, fail := range []error{errDeclined, idem.Permanent(errDeclined)} {
 		o := newOrders()
 		var bus cqrs.Bus

@@ -29,7 +29,7 @@ const crashLease = time.Second
 // step is counted in Redis (outside the process), and the receipt step of
 // the worker process never returns, so the test can kill it there.
 func redisCheckout(c redis.UniversalClient, hang bool) *flows.Flow[Order] {
-	opts := flows.StepOptions{Lease: crashLease}
+	opts := flows.StepOptions{Policy: idem.Policy{Lease: crashLease}}
 	return flows.Must(flows.New("checkout",
 		flows.Step("charge", func(ctx context.Context, o Order) (Order, error) {
 			if err := c.RPush(ctx, "exec:charge", os.Getpid()).Err(); err != nil {
@@ -57,7 +57,7 @@ func redisRuntime(t testing.TB, addr string) (*idem.Runtime, *redis.Client) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt, err := idem.New(idem.Options{Store: st, Lease: crashLease})
+	rt, err := idem.New(idem.Options{Store: st, Policy: idem.Policy{Lease: crashLease}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,12 +83,12 @@ func runWorker() bool {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
-	rt, err := idem.New(idem.Options{Store: st, Lease: crashLease})
+	rt, err := idem.New(idem.Options{Store: st, Policy: idem.Policy{Lease: crashLease}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
-	_, err = redisCheckout(c, true).Run(bg, rt, Order{Invoice: "inv-crash"}, flows.RunOptions[Order]{IdempotencyKey: "req-crash", Lease: crashLease})
+	_, err = redisCheckout(c, true).Run(bg, rt, Order{Invoice: "inv-crash"}, flows.RunOptions[Order]{IdempotencyKey: "req-crash", Policy: idem.Policy{Lease: crashLease}})
 	fmt.Fprintln(os.Stderr, "worker: the flow returned:", err)
 	os.Exit(3)
 	return true
@@ -119,7 +119,7 @@ func TestCrashAndResume(t *testing.T) {
 	ctx, cancel := context.WithTimeout(bg, 30*time.Second)
 	defer cancel()
 	out, err := redisCheckout(c, false).Run(ctx, rt, Order{Invoice: "inv-crash"},
-		flows.RunOptions[Order]{IdempotencyKey: "req-crash", Lease: crashLease, Settle: 20 * time.Second})
+		flows.RunOptions[Order]{IdempotencyKey: "req-crash", Policy: idem.Policy{Lease: crashLease, Settle: 20 * time.Second}})
 	if err != nil || !out.Charged || out.Receipt != "sent" {
 		t.Fatalf("resumed run: %+v %v", out, err)
 	}

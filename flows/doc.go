@@ -23,12 +23,16 @@
 //   - Atomic commitment: a step's result is stored only after its OnAfter
 //     hooks pass. If the step or a hook fails, nothing is stored: a transient
 //     error releases the step's key (the next run executes it), a permanent one
-//     (idem.Permanent, or RunOptions.Classifier) is stored and replayed.
+//     (idem.Permanent, or the step's or run's Classifier) is stored and
+//     replayed.
 //   - Reduce steps run an idempotent step per item of a slice in the state:
 //     a retry re-runs only the items that did not complete.
 //   - Waits are bounded: a duplicate run waits RunOptions.Settle, a step
-//     StepOptions.Settle, both by default the runtime's settle time; with
-//     FailFast they do not wait.
+//     StepOptions.Settle, else the run's, else the runtime's settle time;
+//     with FailFast they do not wait.
+//   - One policy: RunOptions and StepOptions embed idem.Policy (settle or
+//     fail-fast, lease, renewal, TTL, classifier). A step's fields left zero
+//     are its run's, and a run's are the runtime's.
 //   - Keys are scoped with store.BuildKey by RunOptions.Namespace and Version,
 //     so two tenants never share a key; each step's record carries a
 //     fingerprint of the flow and step names, so a key reused by another flow

@@ -83,7 +83,7 @@ func TestClassifier(t *testing.T) {
 	rt := idemtest.Runtime(t, idem.Options{})
 	c := newCounter()
 	f := declining(t, c, errDeclined)
-	opts := flows.RunOptions[Order]{Classifier: func(err error) bool { return errors.Is(err, errDeclined) }}
+	opts := flows.RunOptions[Order]{Policy: idem.Policy{Classifier: func(err error) bool { return errors.Is(err, errDeclined) }}}
 	for range 2 {
 		if _, err := f.Run(bg, rt, Order{Invoice: "inv-c"}, opts); !errors.Is(err, errDeclined) {
 			t.Fatal(err)
@@ -126,7 +126,7 @@ func TestClassifiedPermanentIsPermanent(t *testing.T) {
 	rt1, rt2 := instances(t)
 	c := newCounter()
 	f := declining(t, c, errDeclined)
-	opts := flows.RunOptions[Order]{IdempotencyKey: "req-c", Classifier: func(err error) bool { return errors.Is(err, errDeclined) }}
+	opts := flows.RunOptions[Order]{IdempotencyKey: "req-c", Policy: idem.Policy{Classifier: func(err error) bool { return errors.Is(err, errDeclined) }}}
 	_, err1 := f.Run(bg, rt1, Order{Invoice: "inv-c"}, opts)
 	_, err2 := f.Run(bg, rt1, Order{Invoice: "inv-c"}, opts)
 	_, err3 := f.Run(bg, rt2, Order{Invoice: "inv-c"}, opts)

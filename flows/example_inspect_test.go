@@ -81,7 +81,7 @@ func ExampleStepOptions() {
 	defer rt.Close(ctx)
 	inner := flows.Must(flows.New("export", flows.Step("write", func(_ context.Context, inv Invoice) (Invoice, error) {
 		return inv, nil
-	}).Idempotent(func(inv Invoice) string { return "export:" + inv.ID }, flows.StepOptions{FailFast: true})))
+	}).Idempotent(func(inv Invoice) string { return "export:" + inv.ID }, flows.StepOptions{Policy: idem.Policy{FailFast: true}})))
 	outer := flows.Must(flows.New("export", flows.Step("write", func(ctx context.Context, inv Invoice) (Invoice, error) {
 		// A second run of the same step key while this one holds it.
 		_, err := inner.Run(ctx, rt, inv, flows.RunOptions[Invoice]{})

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
-	"time"
 
 	"github.com/idemrt/idem"
 	"github.com/idemrt/idem/store"
@@ -51,46 +50,21 @@ func (x *exec[S]) once(ctx context.Context, step, key string, so StepOptions, s 
 	return clone(out)
 }
 
-// stepOptions are the idem options of an idempotent step's call.
+// stepOptions are the idem options of an idempotent step's call: the
+// step's policy over the run's (the runtime's, for the fields neither
+// sets).
 func (x *exec[S]) stepOptions(step string, so StepOptions) []idem.CallOption {
-	opts := []idem.CallOption{idem.WithFingerprint(x.fingerprint(step))}
-	switch {
-	case so.FailFast:
-		opts = append(opts, idem.WithSettle(0))
-	case so.Settle > 0:
-		opts = append(opts, idem.WithSettle(so.Settle))
+	return []idem.CallOption{
+		idem.WithFingerprint(x.fingerprint(step)),
+		idem.WithPolicy(so.Policy.Inherit(x.opts.Policy)),
 	}
-	opts = withTTLAndLease(opts, so.TTL, so.Lease)
-	if x.opts.Classifier != nil {
-		opts = append(opts, idem.WithClassifier(x.opts.Classifier))
-	}
-	return opts
 }
 
 // workflowOptions are the idem options of the call that makes a run with a
-// workflow key idempotent.
+// workflow key idempotent: the run's policy (the runtime's, for the fields
+// it leaves zero).
 func (x *exec[S]) workflowOptions() []idem.CallOption {
-	var opts []idem.CallOption
-	switch {
-	case x.opts.FailFast:
-		opts = append(opts, idem.WithSettle(0))
-	case x.opts.Settle > 0:
-		opts = append(opts, idem.WithSettle(x.opts.Settle))
-	}
-	opts = withTTLAndLease(opts, x.opts.TTL, x.opts.Lease)
-	return append(opts, idem.WithFingerprint(x.fingerprint("")))
-}
-
-// withTTLAndLease adds to opts the result TTL and the lease that are set;
-// zero leaves the runtime's default.
-func withTTLAndLease(opts []idem.CallOption, ttl, lease time.Duration) []idem.CallOption {
-	if ttl > 0 {
-		opts = append(opts, idem.WithTTL(ttl))
-	}
-	if lease > 0 {
-		opts = append(opts, idem.WithLease(lease))
-	}
-	return opts
+	return []idem.CallOption{idem.WithPolicy(x.opts.Policy), idem.WithFingerprint(x.fingerprint(""))}
 }
 
 // stepKey is the scoped key of a step (or reduce item) with key key.

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
+	"strings"
 
 	"github.com/idemrt/idem"
 	"github.com/idemrt/idem/store"
@@ -88,20 +88,14 @@ type RunOptions[S any] struct {
 	// Namespace and Version scope every key of the run (the workflow's and
 	// the steps'), e.g. a tenant and the flow's version.
 	Namespace, Version string
-	// TTL is how long the run's output is kept. Default: the runtime's
-	// result TTL.
-	TTL time.Duration
-	// Settle is how long a duplicate run waits for one in flight.
-	// Default: the runtime's settle time.
-	Settle time.Duration
-	// FailFast makes a duplicate run fail at once with idem.ErrConflict
-	// instead of waiting (what an HTTP API answers with 409).
-	FailFast bool
-	// Lease is the workflow's lease. Default: the runtime's.
-	Lease time.Duration
-	// Classifier decides which step errors are permanent (stored and
-	// replayed) besides those marked with idem.Permanent.
-	Classifier func(error) bool
+	// Policy is the run's: the settle time (or FailFast) of a duplicate
+	// run, the lease and TTL of the run's workflow key, and the classifier
+	// of its steps' errors, besides those marked with idem.Permanent. It
+	// is also the policy of every idempotent step, for the fields the
+	// step's own StepOptions leave zero: a run's FailFast makes its steps
+	// fail fast too, a run's TTL keeps its steps' results as long. Fields
+	// left zero are the runtime's (idem.Options.Policy).
+	idem.Policy
 }
 
 // StepError is the error of a step that failed: its name (and item, for a
@@ -134,24 +128,18 @@ func itemError(step string, i int, err error) error {
 }
 
 func checkStepOptions(step string, o StepOptions) error {
-	if o.FailFast && o.Settle > 0 {
-		return errorf("step %q: StepOptions: FailFast is set, and Settle is %v; set one of them", step, o.Settle)
-	}
-	return checkDurations(fmt.Sprintf("step %q: StepOptions", step), o.TTL, o.Settle, o.Lease)
+	return checkPolicy(o.Policy, fmt.Sprintf("step %q: StepOptions", step))
 }
 
-// checkDurations checks the TTL, Settle and Lease of the options named
-// what: none negative or over store.MaxDuration.
-func checkDurations(what string, ttl, settle, lease time.Duration) error {
-	for _, d := range []struct {
-		n string
-		v time.Duration
-	}{{"TTL", ttl}, {"Settle", settle}, {"Lease", lease}} {
-		if d.v < 0 || d.v > store.MaxDuration {
-			return errorf("%s.%s %v is out of range", what, d.n, d.v)
-		}
+// checkPolicy checks the policy of the options named name (see
+// idem.Policy.Validate), as an ErrInvalidFlow.
+func checkPolicy(p idem.Policy, name string) error {
+	err := p.Validate(name)
+	if err == nil {
+		return nil
 	}
-	return nil
+	// The cause says ErrInvalidArgument, as ErrInvalidFlow does: once.
+	return errorf("%s", strings.TrimPrefix(err.Error(), idem.ErrInvalidArgument.Error()+": "))
 }
 
 // Run runs the flow on input and returns the final state.
@@ -202,7 +190,7 @@ func (f *Flow[S]) checkRun(rt *idem.Runtime, opts *RunOptions[S]) error {
 	if opts.IdempotencyKey != "" && opts.KeyFunc != nil {
 		return errorf("flow %q: set IdempotencyKey or KeyFunc, not both", f.name)
 	}
-	return checkDurations(fmt.Sprintf("flow %q: RunOptions", f.name), opts.TTL, opts.Settle, opts.Lease)
+	return checkPolicy(opts.Policy, fmt.Sprintf("flow %q: RunOptions", f.name))
 }
 
 // workflowKey is the run's workflow key, from IdempotencyKey or KeyFunc:

@@ -140,7 +140,7 @@ func TestFailFastDuplicate(t *testing.T) {
 		done <- err
 	}()
 	<-started
-	_, err := f.Run(bg, rt, Order{Invoice: "inv"}, flows.RunOptions[Order]{IdempotencyKey: "k", FailFast: true})
+	_, err := f.Run(bg, rt, Order{Invoice: "inv"}, flows.RunOptions[Order]{IdempotencyKey: "k", Policy: idem.Policy{FailFast: true}})
 	if !errors.Is(err, idem.ErrConflict) {
 		t.Fatalf("duplicate with FailFast: %v, want ErrConflict", err)
 	}

@@ -31,7 +31,7 @@ func TestBadInput(t *testing.T) {
 			return flows.New("f", flows.Step("a", ok).Idempotent(nil, flows.StepOptions{}))
 		},
 		"negative ttl": func() (*flows.Flow[Order], error) {
-			return flows.New("f", flows.Step("a", ok).Idempotent(chargeKey, flows.StepOptions{TTL: -time.Second}))
+			return flows.New("f", flows.Step("a", ok).Idempotent(chargeKey, flows.StepOptions{Policy: idem.Policy{TTL: -time.Second}}))
 		},
 		"nil items": func() (*flows.Flow[Order], error) {
 			return flows.New("f", flows.Reduce[Order, string]("r", nil, func(_ context.Context, o Order, _ string) (Order, error) { return o, nil }))
@@ -58,7 +58,7 @@ func TestBadInput(t *testing.T) {
 		"empty key func": {KeyFunc: func(Order) string { return "" }},
 		"nul key":        {IdempotencyKey: "a\x00b"},
 		"long key":       {IdempotencyKey: strings.Repeat("k", 2000)},
-		"negative":       {Settle: -time.Second},
+		"negative":       {Policy: idem.Policy{Settle: -time.Second}},
 	}
 	for name, opts := range runCases {
 		_, err := f.Run(bg, rt, Order{Invoice: "i"}, opts)

@@ -166,7 +166,7 @@ func TestResultRefuses(t *testing.T) {
 // not for as long as the context allows; FailFast does not wait.
 func TestStepSettleIsBounded(t *testing.T) {
 	clk := idemtest.FakeClock()
-	rt := idemtest.Runtime(t, idem.Options{Store: memstore.New(memstore.Options{Clock: clk}), Clock: clk, Settle: time.Second})
+	rt := idemtest.Runtime(t, idem.Options{Store: memstore.New(memstore.Options{Clock: clk}), Clock: clk, Policy: idem.Policy{Settle: time.Second}})
 	for _, failFast := range []bool{false, true} {
 		g := idemtest.NewGate()
 		holder := flows.Must(flows.New("holder", flows.Step("charge", func(ctx context.Context, o Order) (Order, error) {
@@ -176,7 +176,7 @@ func TestStepSettleIsBounded(t *testing.T) {
 		dup := flows.Must(flows.New("holder", flows.Step("charge", func(_ context.Context, o Order) (Order, error) {
 			t.Error("the duplicate ran the step")
 			return o, nil
-		}).Idempotent(chargeKey, flows.StepOptions{FailFast: failFast})))
+		}).Idempotent(chargeKey, flows.StepOptions{Policy: idem.Policy{FailFast: failFast}})))
 		o := Order{Invoice: "inv-s"}
 		if failFast {
 			o.Invoice = "inv-f"
@@ -199,7 +199,7 @@ func TestStepSettleIsBounded(t *testing.T) {
 		}
 	}
 	_, err := flows.New("f", flows.Step("s", func(_ context.Context, o Order) (Order, error) { return o, nil }).
-		Idempotent(chargeKey, flows.StepOptions{FailFast: true, Settle: time.Second}))
+		Idempotent(chargeKey, flows.StepOptions{Policy: idem.Policy{FailFast: true, Settle: time.Second}}))
 	if !errors.Is(err, flows.ErrInvalidFlow) {
 		t.Fatalf("FailFast and Settle: %v", err)
 	}

@@ -2,7 +2,8 @@ package flows
 
 import (
 	"context"
-	"time"
+
+	"github.com/idemrt/idem"
 )
 
 // Stepper is one step of a flow: a plain step ([Step]) or a reduce step
@@ -15,24 +16,18 @@ type Stepper[S any] interface {
 	snapshot() Stepper[S]
 }
 
-// StepOptions adjust an idempotent step. Zero values mean the runtime's
-// defaults (result TTL, lease, settle time).
+// StepOptions adjust an idempotent step.
 type StepOptions struct {
-	// TTL is how long the step's result is kept and replayed.
-	TTL time.Duration
-	// Settle is how long the step waits for another run of the same step
-	// key in flight: a concurrent run of a flow without a workflow key, or
-	// a run left by a process that died, which is taken over when its lease
-	// ends (set Settle above the lease to wait for that takeover). Past it,
-	// the step fails with idem.ErrConflict.
-	// Default: the runtime's settle time (idem.Options.Settle, 30s).
-	Settle time.Duration
-	// FailFast makes the step fail at once with idem.ErrConflict while
-	// another run holds its key, instead of waiting. Setting Settle too is
-	// an error.
-	FailFast bool
-	// Lease is the step's lease (renewed while it runs).
-	Lease time.Duration
+	// Policy is the step's: how long its result is kept (TTL), its lease,
+	// and how long it waits for another run of the same step key in
+	// flight (Settle), or that it does not (FailFast). That other run is a
+	// concurrent run of a flow without a workflow key, or a run left by a
+	// process that died, which is taken over when its lease ends (set
+	// Settle above the lease to wait for that takeover); past Settle, the
+	// step fails with idem.ErrConflict. Fields left zero are the run's
+	// (RunOptions), then the runtime's (idem.Options.Policy: Settle 30s,
+	// Lease 60s, TTL 24h).
+	idem.Policy
 }
 
 // StepDef is a step built by [Step]. Its methods configure it and return it,

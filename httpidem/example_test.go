@@ -63,15 +63,17 @@ func Example() {
 
 func ExampleNew() {
 	mw, err := httpidem.New(httpidem.Options{
-		Methods:        []string{http.MethodPost, http.MethodPut},
-		Settle:         3 * time.Second, // duplicates in flight wait up to 3s, then 409 (default 10s)
-		TTL:            48 * time.Hour,  // responses are replayed for 2 days
-		MaxRequestBody: 64 << 10,        // 413 over 64 KiB
+		Methods: []string{http.MethodPost, http.MethodPut},
+		Policy: idem.Policy{
+			Settle: 3 * time.Second, // duplicates in flight wait up to 3s, then 409 (default 10s)
+			TTL:    48 * time.Hour,  // responses are replayed for 2 days
+		},
+		MaxRequestBody: 64 << 10, // 413 over 64 KiB
 	})
 	fmt.Println(err)
 	defer mw.Close(context.Background())
 
-	_, err = httpidem.New(httpidem.Options{Settle: -time.Second})
+	_, err = httpidem.New(httpidem.Options{Policy: idem.Policy{Settle: -time.Second}})
 	fmt.Println(errors.Is(err, idem.ErrInvalidArgument))
 	// Output:
 	// <nil>
@@ -212,7 +214,7 @@ func ExampleOptions_failFast() {
 		<-release
 		io.WriteString(w, "done")
 	})
-	mw, _ := httpidem.New(httpidem.Options{FailFast: true})
+	mw, _ := httpidem.New(httpidem.Options{Policy: idem.Policy{FailFast: true}})
 	defer mw.Close(context.Background())
 	h := mw.Handler(slow)
 	first := make(chan struct{})

@@ -105,7 +105,7 @@ func TestOuterHeadersAddedTo(t *testing.T) {
 func TestKeyEchoed(t *testing.T) {
 	rt := idemtest.Runtime(t, idem.Options{})
 	p := newPayments()
-	srv, _ := serve(t, httpidem.Options{Runtime: rt, FailFast: true, MaxRequestBody: 16}, p)
+	srv, _ := serve(t, httpidem.Options{Runtime: rt, Policy: idem.Policy{FailFast: true}, MaxRequestBody: 16}, p)
 	forging, _ := serve(t, httpidem.Options{}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set(httpidem.HeaderKey, "forged")
 		w.WriteHeader(http.StatusCreated)

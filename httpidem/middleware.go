@@ -45,9 +45,9 @@ func New(opts Options) (*Middleware, error) {
 		m.methods[meth] = true
 	}
 	m.opts = []idem.CallOption{
-		idem.WithSettle(o.Settle), // 0 with FailFast: 409 at once
-		idem.WithTTL(o.TTL),
-		idem.WithLease(o.Lease),
+		// The middleware's policy: FailFast answers 409 at once; fields
+		// left zero (TTL, Lease) are the runtime's.
+		idem.WithPolicy(o.Policy),
 		// Only what StoreStatus accepts is stored: the function returns no
 		// other error to keep, and a runtime-wide classifier must not
 		// promote one.

@@ -28,7 +28,7 @@ import (
 func TestStorm(t *testing.T) {
 	rt := idemtest.Runtime(t, idem.Options{})
 	p := newPayments()
-	srv, _ := serve(t, httpidem.Options{Runtime: rt, Settle: 10 * time.Second}, p)
+	srv, _ := serve(t, httpidem.Options{Runtime: rt, Policy: idem.Policy{Settle: 10 * time.Second}}, p)
 	release := p.Hold()
 	defer release()
 	const n = 50
@@ -67,7 +67,7 @@ func TestStorm(t *testing.T) {
 // with Retry-After; once it is done they get its response.
 func TestFailFastStormGets409(t *testing.T) {
 	p := newPayments()
-	srv, _ := serve(t, httpidem.Options{FailFast: true}, p)
+	srv, _ := serve(t, httpidem.Options{Policy: idem.Policy{FailFast: true}}, p)
 	release := p.Hold()
 	defer release()
 	owner := make(chan reply, 1)
@@ -98,7 +98,7 @@ func TestFailFastStormGets409(t *testing.T) {
 // A waiter whose settle time runs out gets 409; the run goes on.
 func TestSettleTimeout(t *testing.T) {
 	p := newPayments()
-	srv, _ := serve(t, httpidem.Options{Settle: 100 * time.Millisecond}, p)
+	srv, _ := serve(t, httpidem.Options{Policy: idem.Policy{Settle: 100 * time.Millisecond}}, p)
 	release := p.Hold()
 	defer release()
 	owner := make(chan reply, 1)
@@ -117,7 +117,7 @@ func TestSettleTimeout(t *testing.T) {
 // settle time gets 409, as docs/http.md says.
 func TestWaiterContextDeadlineIs409(t *testing.T) {
 	p := newPayments()
-	mw := newMiddleware(t, httpidem.Options{Settle: 10 * time.Second, Logger: nil})
+	mw := newMiddleware(t, httpidem.Options{Policy: idem.Policy{Settle: 10 * time.Second}, Logger: nil})
 	inner := mw.Handler(p)
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("X-Timeout") != "" {
@@ -152,7 +152,7 @@ func TestMismatch(t *testing.T) {
 	rt := idemtest.Runtime(t, idem.Options{Store: st})
 	p := newPayments()
 	srv, _ := serve(t, httpidem.Options{Runtime: rt}, p)
-	srvWait, _ := serve(t, httpidem.Options{Runtime: rt, Settle: 10 * time.Second}, p)
+	srvWait, _ := serve(t, httpidem.Options{Runtime: rt, Policy: idem.Policy{Settle: 10 * time.Second}}, p)
 	others := []struct {
 		method, path, body string
 	}{
@@ -235,7 +235,7 @@ func TestStatusPolicy(t *testing.T) {
 func TestWaiterRunsAfterFailure(t *testing.T) {
 	rt := idemtest.Runtime(t, idem.Options{})
 	p := newPayments()
-	srv, _ := serve(t, httpidem.Options{Runtime: rt, Settle: 10 * time.Second}, p)
+	srv, _ := serve(t, httpidem.Options{Runtime: rt, Policy: idem.Policy{Settle: 10 * time.Second}}, p)
 	p.next(http.StatusBadGateway)
 	release := p.Hold()
 	defer release()
@@ -403,7 +403,7 @@ func TestLargeResponse(t *testing.T) {
 func TestClientGoesAway(t *testing.T) {
 	rt := idemtest.Runtime(t, idem.Options{})
 	p := newPayments()
-	srv, _ := serve(t, httpidem.Options{Runtime: rt, Settle: 10 * time.Second}, p)
+	srv, _ := serve(t, httpidem.Options{Runtime: rt, Policy: idem.Policy{Settle: 10 * time.Second}}, p)
 	release := p.Hold()
 	defer release()
 	if r := leave(t, srv, "/payments", "k", func() { p.WaitStarted(t) }); r.err == nil {
@@ -418,7 +418,7 @@ func TestClientGoesAway(t *testing.T) {
 
 func TestOptions(t *testing.T) {
 	for _, o := range []httpidem.Options{
-		{Settle: -1}, {TTL: -time.Second}, {Lease: -1}, {TTL: 200 * 365 * 24 * time.Hour},
+		{Policy: idem.Policy{Settle: -1}}, {Policy: idem.Policy{TTL: -time.Second}}, {Policy: idem.Policy{Lease: -1}}, {Policy: idem.Policy{TTL: 200 * 365 * 24 * time.Hour}},
 		{MaxRequestBody: -1}, {MaxStoredBody: -1}, {Methods: []string{""}}, {Methods: []string{"PO ST"}}, {Methods: []string{"post"}},
 	} {
 		if _, err := httpidem.New(o); !errors.Is(err, idem.ErrInvalidArgument) {

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/idemrt/idem"
-	"github.com/idemrt/idem/store"
 )
 
 // Options configures a [Middleware]. The zero value is valid: every field
@@ -21,6 +20,33 @@ type Options struct {
 	// Default: a runtime of the middleware's own on the in-memory store,
 	// closed by Close.
 	Runtime *idem.Runtime
+
+	// Policy is the middleware's idem policy. Its fields left zero are the
+	// runtime's (idem.Options.Policy), but for Settle:
+	//
+	//   - Settle is how long a request waits for a request with the same
+	//     key that is in flight; it gets that request's response, marked
+	//     as a replay. It never waits past its own request's context. Past
+	//     Settle it is answered 409 with Retry-After. Keep it under the
+	//     server's http.Server.WriteTimeout, which runs from the end of the
+	//     request's headers: an answer written after it is lost, and the
+	//     client sees the connection close instead of the 409.
+	//     Default: 10s, not the runtime's: long enough for a retrying
+	//     client that timed out to get the first attempt's response, short
+	//     enough to answer before the usual proxy and gateway timeouts
+	//     (30s to 60s) give up on the retry.
+	//   - FailFast answers a request whose key is in flight with 409 (and
+	//     Retry-After) at once, instead of waiting; a client must then
+	//     retry until the first request is done. Setting Settle too is an
+	//     error.
+	//   - TTL is how long a response is kept and replayed (the runtime's,
+	//     24h by default).
+	//   - Lease is how long a request holds its key without renewal; it
+	//     is renewed while the handler runs (unless NoRenewal), so it
+	//     only matters when a process dies mid-request: its key is taken
+	//     over after this long (the runtime's, 60s by default).
+	//   - Classifier must be nil: StoreStatus decides what is kept.
+	idem.Policy
 
 	// Methods are the request methods the middleware applies to; others
 	// pass through untouched.
@@ -83,34 +109,6 @@ type Options struct {
 	// when they share a runtime.
 	// Default: "http".
 	Version string
-
-	// Settle is how long a request waits for a request with the same key
-	// that is in flight; it gets that request's response, marked as a
-	// replay. It never waits past its own request's context. Past Settle it
-	// is answered 409 with Retry-After. Keep it under the server's
-	// http.Server.WriteTimeout, which runs from the end of the request's
-	// headers: an answer written after it is lost, and the client sees the
-	// connection close instead of the 409.
-	// Default: 10s: long enough for a retrying client that timed out to get
-	// the first attempt's response, short enough to answer before the usual
-	// proxy and gateway timeouts (30s to 60s) give up on the retry.
-	Settle time.Duration
-
-	// FailFast answers a request whose key is in flight with 409 (and
-	// Retry-After) at once, instead of waiting; a client must then retry
-	// until the first request is done. Setting Settle too is an error.
-	// Default: false: duplicates wait (Settle).
-	FailFast bool
-
-	// TTL is how long a response is kept and replayed.
-	// Default: 24h.
-	TTL time.Duration
-
-	// Lease is how long a request holds its key without renewal; it is
-	// renewed while the handler runs, so it only matters when a process
-	// dies mid-request: its key is taken over after this long.
-	// Default: 60s.
-	Lease time.Duration
 
 	// MaxRequestBody bounds the request body, which is read into memory
 	// for the fingerprint and handed to the handler from there. A larger
@@ -203,16 +201,11 @@ func (o Options) resolve() (Options, error) {
 // that cannot match, names that cannot be headers or cookies, and options
 // that contradict each other.
 func (o Options) validate() error {
-	for _, d := range []struct {
-		name string
-		v    time.Duration
-	}{{"Settle", o.Settle}, {"TTL", o.TTL}, {"Lease", o.Lease}} {
-		if d.v < 0 {
-			return invalid("%s is %v; it must not be negative (zero means the default)", d.name, d.v)
-		}
-		if d.v > store.MaxDuration {
-			return invalid("%s is %v; it must be at most %v", d.name, d.v, store.MaxDuration)
-		}
+	if err := o.Policy.Validate("httpidem: Options"); err != nil {
+		return err
+	}
+	if o.Classifier != nil {
+		return invalid("Classifier is set; StoreStatus decides which responses are kept, and the handler returns no error to classify")
 	}
 	if o.MaxRequestBody < 0 {
 		return invalid("MaxRequestBody is %d; it must not be negative (zero means the default)", o.MaxRequestBody)
@@ -232,8 +225,6 @@ func (o Options) validate() error {
 // each other, and names that cannot be what they name.
 func (o Options) validateChoices() error {
 	switch {
-	case o.FailFast && o.Settle > 0:
-		return invalid("FailFast is set, and Settle is %v; set one of them", o.Settle)
 	case o.Tenant != nil && o.SharedScope:
 		return invalid("Tenant and SharedScope are both set; set one of them")
 	case len(o.CredentialCookies) > 0 && (o.Tenant != nil || o.SharedScope):
@@ -307,15 +298,7 @@ func (o Options) withDefaults() Options {
 	if o.Version == "" {
 		o.Version = defaultVersion
 	}
-	if o.Settle == 0 && !o.FailFast {
-		o.Settle = defaultSettle
-	}
-	if o.TTL == 0 {
-		o.TTL = 24 * time.Hour
-	}
-	if o.Lease == 0 {
-		o.Lease = 60 * time.Second
-	}
+	o.Policy = o.Policy.Inherit(idem.Policy{Settle: defaultSettle})
 	if o.MaxRequestBody == 0 {
 		o.MaxRequestBody = defaultMaxBody
 	}

@@ -80,7 +80,7 @@ func TestPanicWithWaiters(t *testing.T) {
 		}
 		_, _ = io.WriteString(w, "ok")
 	})
-	srv, _ := serve(t, httpidem.Options{Runtime: rt, Settle: 10 * time.Second, Logger: logs.logger()}, h)
+	srv, _ := serve(t, httpidem.Options{Runtime: rt, Policy: idem.Policy{Settle: 10 * time.Second}, Logger: logs.logger()}, h)
 	replies := make(chan reply, 3)
 	go func() { replies <- do(srv, http.MethodPost, "/", "k", "x") }()
 	<-started

@@ -46,8 +46,12 @@ func TestProblemTypesAndLinks(t *testing.T) {
 	rt := idemtest.Runtime(t, idem.Options{})
 	p := newPayments()
 	base := httpidem.DefaultDocsURL
-	srv, _ := serve(t, httpidem.Options{Runtime: rt, FailFast: true, MaxRequestBody: 16,
-		Tenant: func(r *http.Request) string { return r.Header.Get("X-Tenant") }}, p)
+	srv, _ := serve(t, httpidem.Options{
+		Runtime:        rt,
+		Policy:         idem.Policy{FailFast: true},
+		MaxRequestBody: 16,
+		Tenant:         func(r *http.Request) string { return r.Header.Get("X-Tenant") },
+	}, p)
 
 	expectType(t, "no key", post(t, srv, "", "x"), 400, base, httpidem.ProblemMissingKey, "Idempotency-Key is missing")
 	expectType(t, "bad key", post(t, srv, "a,b", "x"), 400, base, httpidem.ProblemMalformedKey, "Idempotency-Key is malformed")
@@ -167,7 +171,7 @@ func TestInvalidScopeDetailHidesTenant(t *testing.T) {
 func TestInProgressDetailDoesNotPromiseAStream(t *testing.T) {
 	rt := idemtest.Runtime(t, idem.Options{})
 	s := newStreamer("text/event-stream", flushes["http.Flusher"])
-	srv, _ := serve(t, httpidem.Options{Runtime: rt, FailFast: true}, s)
+	srv, _ := serve(t, httpidem.Options{Runtime: rt, Policy: idem.Policy{FailFast: true}}, s)
 	defer func() { // let the runs end, should the test fail before it does
 		s.release <- struct{}{}
 		s.release <- struct{}{}

@@ -40,8 +40,8 @@ func TestRedisStorm(t *testing.T) {
 	rtA, rtB := redisRuntime(t, srv, prefix), redisRuntime(t, srv, prefix)
 	p := newPayments()
 	tenant := func(r *http.Request) string { return r.Header.Get("X-Tenant") }
-	a, _ := serve(t, httpidem.Options{Runtime: rtA, Settle: 10 * time.Second, Tenant: tenant}, p)
-	b, _ := serve(t, httpidem.Options{Runtime: rtB, Settle: 10 * time.Second, Tenant: tenant}, p)
+	a, _ := serve(t, httpidem.Options{Runtime: rtA, Policy: idem.Policy{Settle: 10 * time.Second}, Tenant: tenant}, p)
+	b, _ := serve(t, httpidem.Options{Runtime: rtB, Policy: idem.Policy{Settle: 10 * time.Second}, Tenant: tenant}, p)
 	release := p.Hold()
 	defer release()
 	const n = 50
@@ -100,7 +100,7 @@ func TestRedisMismatchAndRestart(t *testing.T) {
 
 	// In flight on instance 1, asked on instance 2.
 	rt2 := redisRuntime(t, srv, prefix)
-	s2, _ := serve(t, httpidem.Options{Runtime: rt2, FailFast: true}, p)
+	s2, _ := serve(t, httpidem.Options{Runtime: rt2, Policy: idem.Policy{FailFast: true}}, p)
 	release := p.Hold()
 	defer release()
 	owner := make(chan reply, 1)

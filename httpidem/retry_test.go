@@ -156,9 +156,9 @@ func TestConflictCarriesRetryAfter(t *testing.T) {
 	onError := func(w http.ResponseWriter, r *http.Request, status int, err error) {
 		http.Error(w, "busy", status)
 	}
-	failFast, _ := serve(t, httpidem.Options{Runtime: rt, FailFast: true}, p)
-	settle, _ := serve(t, httpidem.Options{Runtime: rt, Settle: time.Millisecond}, p)
-	custom, _ := serve(t, httpidem.Options{Runtime: rt, FailFast: true, OnError: onError}, p)
+	failFast, _ := serve(t, httpidem.Options{Runtime: rt, Policy: idem.Policy{FailFast: true}}, p)
+	settle, _ := serve(t, httpidem.Options{Runtime: rt, Policy: idem.Policy{Settle: time.Millisecond}}, p)
+	custom, _ := serve(t, httpidem.Options{Runtime: rt, Policy: idem.Policy{FailFast: true}, OnError: onError}, p)
 
 	release := p.Hold()
 	defer release()

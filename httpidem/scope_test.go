@@ -114,7 +114,7 @@ func TestScopeAndFingerprintOptions(t *testing.T) {
 		"an empty cookie name":              {CredentialCookies: []string{""}},
 		"Fingerprint and its headers":       {Fingerprint: fp, FingerprintHeaders: []string{"Content-Type"}},
 		"a header name with a colon":        {FingerprintHeaders: []string{"Content-Type:"}},
-		"FailFast and Settle":               {FailFast: true, Settle: 1},
+		"FailFast and Settle":               {Policy: idem.Policy{FailFast: true, Settle: 1}},
 		"a DocsURL with a space":            {DocsURL: "https://example.com/a b#"},
 		"a DocsURL with >":                  {DocsURL: "https://example.com/>#"},
 		"a DocsURL with a newline":          {DocsURL: "https://example.com/\r\nX: y"},

@@ -76,13 +76,17 @@ func runChild(ctx context.Context, id string) error {
 		return err
 	}
 	defer st.Close()
-	rt, err := idem.New(idem.Options{Store: st, Lease: childLease})
+	rt, err := idem.New(idem.Options{Store: st, Policy: idem.Policy{Lease: childLease}})
 	if err != nil {
 		return err
 	}
 	defer rt.Close(context.Background())
-	c, err := consume.New(consume.Options{Runtime: rt, Settle: 300 * time.Millisecond,
-		MinDelay: 50 * time.Millisecond, MaxDelay: 2 * time.Second})
+	c, err := consume.New(consume.Options{
+		Runtime:  rt,
+		Policy:   idem.Policy{Settle: 300 * time.Millisecond},
+		MinDelay: 50 * time.Millisecond,
+		MaxDelay: 2 * time.Second,
+	})
 	if err != nil {
 		return err
 	}

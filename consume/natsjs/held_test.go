@@ -19,7 +19,7 @@ import (
 // consumer process of its own would have.
 func sharedAdapter(t *testing.T, st *memstore.Store, co consume.Options, o natsjs.Options) *natsjs.Adapter {
 	t.Helper()
-	co.Runtime = idemtest.Runtime(t, idem.Options{Store: st, Lease: 10 * time.Second})
+	co.Runtime = idemtest.Runtime(t, idem.Options{Store: st, Policy: idem.Policy{Lease: 10 * time.Second}})
 	co.Logger = slog.New(slog.DiscardHandler)
 	c, err := consume.New(co)
 	if err != nil {
@@ -41,7 +41,7 @@ func TestHeldElsewhereNaksAfterTheLeaseLeft(t *testing.T) {
 	t.Cleanup(func() { st.Close() })
 	holder := sharedAdapter(t, st, consume.Options{}, natsjs.Options{})
 	var got consume.Verdict
-	other := sharedAdapter(t, st, consume.Options{Settle: 20 * time.Millisecond, MinDelay: 50 * time.Millisecond},
+	other := sharedAdapter(t, st, consume.Options{Policy: idem.Policy{Settle: 20 * time.Millisecond}, MinDelay: 50 * time.Millisecond},
 		natsjs.Options{OnVerdict: func(_ *natsjs.Message, v consume.Verdict, _ error) { got = v }})
 	g := idemtest.NewGate()
 	release := sync.OnceFunc(func() { close(g.Open) })

@@ -103,7 +103,7 @@ func raceDuplicates(ctx context.Context, shared store.Store) {
 func crashAndResume(ctx context.Context, shared store.Store) {
 	fmt.Println("2. instance A charges order o-2, then dies while sending the receipt")
 	cut := &cuttable{Store: shared}
-	rtA := idem.Must(idem.New(idem.Options{Store: cut, Lease: time.Second}))
+	rtA := idem.Must(idem.New(idem.Options{Store: cut, Policy: idem.Policy{Lease: time.Second}}))
 	crashed := make(chan struct{})
 	fa := newFlow(func() {
 		cut.cut() // the process dies here: no renewal, nothing recorded
@@ -112,17 +112,17 @@ func crashAndResume(ctx context.Context, shared store.Store) {
 	})
 	go func() {
 		_, _ = fa.Run(ctx, rtA, Checkout{Order: "o-2", Amount: 990},
-			flows.RunOptions[Checkout]{IdempotencyKey: "request-o-2", Namespace: "shop", Lease: time.Second})
+			flows.RunOptions[Checkout]{IdempotencyKey: "request-o-2", Namespace: "shop", Policy: idem.Policy{Lease: time.Second}})
 	}()
 	<-crashed
 	before := charges.Load()
 	fmt.Printf("   charges so far: %d; the client retries on instance B\n", before)
 
-	rtB := idem.Must(idem.New(idem.Options{Store: shared, Lease: time.Second}))
+	rtB := idem.Must(idem.New(idem.Options{Store: shared, Policy: idem.Policy{Lease: time.Second}}))
 	defer rtB.Close(ctx)
 	start := time.Now()
 	out, err := newFlow(func() {}).Run(ctx, rtB, Checkout{Order: "o-2", Amount: 990},
-		flows.RunOptions[Checkout]{IdempotencyKey: "request-o-2", Namespace: "shop", Lease: time.Second, Settle: 10 * time.Second})
+		flows.RunOptions[Checkout]{IdempotencyKey: "request-o-2", Namespace: "shop", Policy: idem.Policy{Lease: time.Second, Settle: 10 * time.Second}})
 	if err != nil {
 		log.Fatal(err)
 	}

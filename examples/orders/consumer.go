@@ -81,12 +81,12 @@ func consumeOrders(ctx context.Context, id string) error {
 		return err
 	}
 	defer st.Close()
-	rt, err := idem.New(idem.Options{Store: st, Lease: lease})
+	rt, err := idem.New(idem.Options{Store: st, Policy: idem.Policy{Lease: lease}})
 	if err != nil {
 		return err
 	}
 	defer rt.Close(context.Background())
-	c, err := consume.New(consume.Options{Runtime: rt, Settle: settle, MaxDelay: 5 * time.Second})
+	c, err := consume.New(consume.Options{Runtime: rt, Policy: idem.Policy{Settle: settle}, MaxDelay: 5 * time.Second})
 	if err != nil {
 		return err
 	}

@@ -27,6 +27,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/idemrt/idem"
 	"github.com/idemrt/idem/httpidem"
 )
 
@@ -135,7 +136,7 @@ type receiver struct {
 // duplicate wait for the delivery in flight.
 func startReceiver() *receiver {
 	mw, err := httpidem.New(httpidem.Options{
-		Settle: 5 * time.Second, // a duplicate waits for the delivery in flight
+		Policy: idem.Policy{Settle: 5 * time.Second}, // a duplicate waits for the delivery in flight
 		// Webhook deliveries carry no credentials: every sender's key is in
 		// one scope. Keys here are event ids the sender makes unguessable,
 		// and the responses hold nothing private.

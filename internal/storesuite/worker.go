@@ -40,7 +40,7 @@ func WorkerMain(id string, open func(ctx context.Context) (Worker, error)) int {
 		return 2
 	}
 	defer w.Close()
-	rt, err := idem.New(idem.Options{Store: w.Store, Lease: workerLease, Settle: workerSettle})
+	rt, err := idem.New(idem.Options{Store: w.Store, Policy: idem.Policy{Lease: workerLease, Settle: workerSettle}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "worker:", err)
 		return 2

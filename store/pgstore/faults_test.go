@@ -16,7 +16,7 @@ func TestRestartMidRun(t *testing.T) {
 	t.Parallel()
 	srv := startServer(t, true)
 	s := newStore(t, newPool(t, srv.DSN("postgres")), pgstore.Options{})
-	rt := newRuntime(t, idem.Options{Store: s, Lease: 2 * time.Second, Settle: 5 * time.Second, StoreTimeout: time.Second})
+	rt := newRuntime(t, idem.Options{Store: s, Policy: idem.Policy{Lease: 2 * time.Second, Settle: 5 * time.Second}, StoreTimeout: time.Second})
 	storesuite.RestartMidRun(t, rt, func() {
 		srv.Kill()
 		time.Sleep(500 * time.Millisecond) // down for longer than the store's repeats

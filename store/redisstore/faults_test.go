@@ -35,7 +35,7 @@ func faultStore(t testing.TB, srv *redistest.Server) *redisstore.Store {
 func TestRedisRestartMidRun(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t, redistest.Options{Persist: true})
-	rt := newRuntime(t, idem.Options{Store: faultStore(t, srv), Lease: 2 * time.Second, Settle: 5 * time.Second, StoreTimeout: time.Second})
+	rt := newRuntime(t, idem.Options{Store: faultStore(t, srv), Policy: idem.Policy{Lease: 2 * time.Second, Settle: 5 * time.Second}, StoreTimeout: time.Second})
 	storesuite.RestartMidRun(t, rt, srv.Restart, false)
 }
 
