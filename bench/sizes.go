@@ -12,31 +12,30 @@ import (
 	"github.com/idemrt/idem/store/redisstore"
 )
 
-func heapNow() uint64 {
-	runtime.GC()
-	runtime.GC()
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return m.HeapAlloc
-}
+// sizeSample is what measureSizes adds per round of its heap measurements
+// (see heap.go): records stored, keys in flight. The package's tests make
+// it smaller.
+var sizeSample = struct{ records, inFlight, rounds int }{records: 15000, inFlight: 5000, rounds: 3}
 
 // measureSizes measures idem's memory per key in flight and per stored
 // record (Go heap, runtime and store), and on Redis the MEMORY USAGE of a
 // record.
 func measureSizes(ctx context.Context, e *env) (Sizes, error) {
-	sz := Sizes{System: "idem"}
-	if err := measureRecord(ctx, e, &sz); err != nil {
+	sz := Sizes{System: "idem", Rounds: sizeSample.rounds, Records: sizeSample.records, InFlightKeys: sizeSample.inFlight}
+	hm := heapMeter{rounds: sizeSample.rounds, read: liveHeap}
+	if err := measureRecord(ctx, e, hm, &sz); err != nil {
 		return sz, err
 	}
-	err := measureInFlight(ctx, e, &sz)
+	err := measureInFlight(ctx, e, hm, &sz)
 	return sz, err
 }
 
 // measureRecord sets sz's sizes of a stored record: the Go heap per record
-// over 50,000 stored ones and, on Redis, one record's MEMORY USAGE; on
-// PostgreSQL, the table's bytes (heap, TOAST and indexes) per row.
-func measureRecord(ctx context.Context, e *env, sz *Sizes) error {
-	const stored = 50000
+// (sizeSample.records more per round) and, on Redis, one record's MEMORY
+// USAGE; on PostgreSQL, the table's bytes (heap, TOAST and indexes) per
+// row.
+func measureRecord(ctx context.Context, e *env, hm heapMeter, sz *Sizes) error {
+	n := sizeSample.records
 	sys, err := newSystem("idem", e, "sizes-stored")
 	if err != nil {
 		return err
@@ -44,31 +43,34 @@ func measureRecord(ctx context.Context, e *env, sz *Sizes) error {
 	s := sys.(*idemSystem)
 	defer s.close()
 	fn := func(context.Context) (receipt, error) { return receipt{ID: "rcpt-1", Amount: 4200}, nil }
-	before := heapNow()
-	// From many goroutines, so that a store's round trips overlap (the
-	// heap after is the same).
-	const callers = 64
-	errs := make(chan error, callers)
-	var wg sync.WaitGroup
-	for g := range callers {
-		wg.Go(func() {
-			for i := g; i < stored; i += callers {
-				if _, err := idem.Do(ctx, s.rt, fmt.Sprint("k", i), fn); err != nil {
-					errs <- err
-					return
+	fig, err := hm.measure(n, func(round int) (func(), error) {
+		// From many goroutines, so that a store's round trips overlap (the
+		// heap after is the same).
+		const callers = 64
+		errs := make(chan error, callers)
+		var wg sync.WaitGroup
+		for g := range callers {
+			wg.Go(func() {
+				for i := g; i < n; i += callers {
+					if _, err := idem.Do(ctx, s.rt, recordKey(round, i), fn); err != nil {
+						errs <- err
+						return
+					}
 				}
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	if err := <-errs; err != nil {
+			})
+		}
+		wg.Wait()
+		close(errs)
+		return nil, <-errs
+	})
+	runtime.KeepAlive(s) // the records stay reachable through the last reading
+	if err != nil {
 		return err
 	}
-	sz.BytesPerRecord = float64(int64(heapNow())-int64(before)) / stored
+	sz.BytesPerRecord, sz.RecordRounds, sz.RecordUnsound = fig.PerUnit, fig.Rounds, fig.Unsound
 	switch st := s.st.(type) {
 	case *redisstore.Store:
-		n, err := s.client.MemoryUsage(ctx, st.RecordKey("k0")).Result()
+		n, err := s.client.MemoryUsage(ctx, st.RecordKey(recordKey(0, 0))).Result()
 		if err == nil {
 			sz.RedisBytesPerRecord = float64(n)
 		}
@@ -82,32 +84,55 @@ func measureRecord(ctx context.Context, e *env, sz *Sizes) error {
 	return nil
 }
 
-// measureInFlight sets sz's Go heap per key in flight, over 5,000 keys
-// whose functions block until measured.
-func measureInFlight(ctx context.Context, e *env, sz *Sizes) error {
-	const inFlight = 5000
+func recordKey(round, i int) string { return fmt.Sprintf("k%d-%d", round, i) }
+
+// measureInFlight sets sz's Go heap per key in flight: each round puts
+// sizeSample.inFlight keys in flight, whose functions block until the
+// heap is read, then lets them complete.
+func measureInFlight(ctx context.Context, e *env, hm heapMeter, sz *Sizes) error {
+	n := sizeSample.inFlight
 	sys, err := newSystem("idem", e, "sizes-inflight")
 	if err != nil {
 		return err
 	}
 	s := sys.(*idemSystem)
 	defer s.close()
-	gate := make(chan struct{})
-	block := func(context.Context) (receipt, error) { <-gate; return receipt{}, nil }
-	before := heapNow()
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	defer close(gate)
-	for i := range inFlight {
-		wg.Go(func() { _, _ = idem.Do(ctx, s.rt, fmt.Sprint("f", i), block) })
+	fig, err := hm.measure(n, func(round int) (func(), error) {
+		gate := make(chan struct{})
+		block := func(context.Context) (receipt, error) { <-gate; return receipt{}, nil }
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() { _, _ = idem.Do(ctx, s.rt, fmt.Sprintf("f%d-%d", round, i), block) })
+		}
+		done := func() {
+			close(gate)
+			wg.Wait()
+		}
+		if err := waitInFlight(s.rt, n); err != nil {
+			done()
+			return nil, err
+		}
+		return func() {
+			done()
+			_ = waitInFlight(s.rt, 0) // the next round starts from none
+		}, nil
+	})
+	runtime.KeepAlive(s)
+	if err != nil {
+		return err
 	}
+	sz.BytesPerInFlightKey, sz.InFlightRounds, sz.InFlightUnsound = fig.PerUnit, fig.Rounds, fig.Unsound
+	return nil
+}
+
+// waitInFlight waits up to 30 s for rt to have n keys in flight.
+func waitInFlight(rt *idem.Runtime, n int) error {
 	deadline := time.Now().Add(30 * time.Second)
-	for s.rt.Stats().InFlight < inFlight && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
+	for rt.Stats().InFlight != n && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
 	}
-	if got := s.rt.Stats().InFlight; got < inFlight {
-		return fmt.Errorf("only %d of %d keys got in flight", got, inFlight)
+	if got := rt.Stats().InFlight; got != n {
+		return fmt.Errorf("%d keys in flight, want %d", got, n)
 	}
-	sz.BytesPerInFlightKey = float64(int64(heapNow())-int64(before)) / inFlight
 	return nil
 }
