@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -19,11 +20,35 @@ import (
 	"github.com/idemrt/idem/internal/redistest"
 )
 
-// TestMain shrinks the harness's memory measurement: the tests check that
-// it runs and gives sound figures, not what they are.
+// TestMain shrinks the harness's memory measurement (the tests check that
+// it runs and gives sound figures, not what they are) and stops the
+// PostgreSQL server the tests share, if one started.
 func TestMain(m *testing.M) {
 	sizeSample.records, sizeSample.inFlight = 300, 200
-	os.Exit(m.Run())
+	code := m.Run()
+	if shared.pg != nil {
+		shared.pg.Close()
+	}
+	os.Exit(code)
+}
+
+// shared is the PostgreSQL server of the tests that need one, started by
+// the first of them: a database each.
+var shared struct {
+	once  sync.Once
+	pg    *pgtest.Server
+	pgErr error
+}
+
+// postgresDSN returns the connection string of a new database on the
+// shared server.
+func postgresDSN(t *testing.T) string {
+	t.Helper()
+	shared.once.Do(func() { shared.pg, shared.pgErr = pgtest.New(pgtest.Options{}) })
+	if shared.pgErr != nil {
+		t.Fatal(shared.pgErr)
+	}
+	return shared.pg.NewDatabase(t)
 }
 
 func TestBadFlags(t *testing.T) {
@@ -86,8 +111,8 @@ func TestDefaults(t *testing.T) {
 // runShort runs the harness with tiny durations and returns its report.
 func runShort(t *testing.T, extra ...string) Report {
 	dir := t.TempDir()
-	args := append([]string{"-duration", "100ms", "-storm", "40", "-xstorm", "12", "-keys", "500", "-concurrency", "16",
-		"-slow-work", "5ms", "-no-progress", "-out", dir}, extra...)
+	args := append([]string{"-duration", "50ms", "-storm", "40", "-xstorm", "12", "-keys", "200", "-concurrency", "16",
+		"-slow-work", "5ms", "-poll-interval", "5ms", "-no-progress", "-out", dir}, extra...)
 	if code := realMain(args); code != 0 {
 		t.Fatalf("exit code %d", code)
 	}
@@ -208,9 +233,11 @@ func checkSizes(t *testing.T, rep Report) Sizes {
 }
 
 func TestShortRunPostgres(t *testing.T) {
-	srv := pgtest.Start(t, pgtest.Options{})
-	rep := runShort(t, "-postgres", srv.DSN("postgres"), "-scenarios", "unique,storm,replay,xstorm")
-	checkReport(t, rep, 3*4+2) // xstorm: idem and poll
+	dsn := postgresDSN(t)
+	rep := runShort(t, "-postgres", dsn, "-scenarios", "unique,replay,xstorm")
+	checkReport(t, rep, 2*4+2) // xstorm: idem and poll
+	checkTargetsRan(t, rep, []string{"PostgreSQL unique keys vs a plain client"},
+		map[string]string{"Redis server CPU per request": "-redis", "unique keys in memory vs singleflight+LRU": "memory store"})
 	if rep.Machine.Postgres == "" {
 		t.Error("PostgreSQL version missing")
 	}
@@ -223,7 +250,7 @@ func TestShortRunPostgres(t *testing.T) {
 		t.Errorf("%v B per row in PostgreSQL", s.PostgresBytesPerRecord)
 	}
 	var left int
-	conn, err := pgx.Connect(context.Background(), srv.DSN("postgres"))
+	conn, err := pgx.Connect(context.Background(), dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,8 +264,7 @@ func TestShortRunPostgres(t *testing.T) {
 // on PostgreSQL carry their ratio to idem on Redis.
 func TestShortRunRedisAndPostgres(t *testing.T) {
 	srv := redistest.Start(t, redistest.Options{})
-	pg := pgtest.Start(t, pgtest.Options{})
-	rep := runShort(t, "-redis", srv.Addr, "-postgres", pg.DSN("postgres"), "-redis-benchmark=false",
+	rep := runShort(t, "-redis", srv.Addr, "-postgres", postgresDSN(t), "-redis-benchmark=false",
 		"-scenarios", "unique", "-systems", "idem,plain")
 	if !rep.OK || len(rep.Results) != 4 {
 		t.Fatalf("OK %v, %d results", rep.OK, len(rep.Results))
