@@ -109,10 +109,12 @@ func TestDefaults(t *testing.T) {
 }
 
 // runShort runs the harness with tiny durations and returns its report.
+// The storm's function takes 10 ms, long enough for its duplicates to
+// join it on a loaded machine.
 func runShort(t *testing.T, extra ...string) Report {
 	dir := t.TempDir()
 	args := append([]string{"-duration", "50ms", "-storm", "40", "-xstorm", "12", "-keys", "200", "-concurrency", "16",
-		"-slow-work", "5ms", "-poll-interval", "5ms", "-no-progress", "-out", dir}, extra...)
+		"-storm-work", "10ms", "-slow-work", "5ms", "-poll-interval", "5ms", "-no-progress", "-out", dir}, extra...)
 	if code := realMain(args); code != 0 {
 		t.Fatalf("exit code %d", code)
 	}
