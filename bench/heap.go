@@ -23,9 +23,10 @@ import (
 //
 //   - a reading is the least of several collections a few milliseconds
 //     apart, until two agree: a late free only ever inflates a reading;
-//   - the measurement runs in rounds, each with its own two readings and
-//     units of its own, and the figure is their median: a free spoils at
-//     most the one round it falls in;
+//   - the measurement runs in rounds, each the same experiment (its own
+//     runtime, its own units, its own two readings), and the figure is
+//     their median: a free spoils at most the one round it falls in;
+//     nothing the rounds made is closed before the last one ends;
 //   - a round whose delta is not positive (n reachable units cannot cost
 //     nothing) proves that other memory was freed during it: it is dropped
 //     and run again, up to twice the rounds in all;
@@ -48,24 +49,38 @@ type heapMeter struct {
 	read   func() uint64
 }
 
-// measure returns the heap cost per unit of what add adds: each round
-// reads the heap, calls add(round) to add n units, which stay reachable
-// until the done it returns is called, and reads the heap again before
-// calling done. An error of add ends the measurement.
-func (hm heapMeter) measure(n int, add func(round int) (done func(), err error)) (heapFigure, error) {
+// A heapRound is one round's work, made before the round's first reading
+// (a runtime of its own, say, so that the rounds repeat one experiment):
+// add adds the units, which stay reachable through the second reading;
+// done, when set, lets them go after it.
+type heapRound struct {
+	add  func() error
+	done func()
+}
+
+// measure returns the heap cost per unit of n units: each round is made
+// by newRound, then the heap is read, its add adds n units and the heap
+// is read again. An error of newRound or add ends the measurement. The
+// caller keeps what the rounds made reachable until measure returns: a
+// free during a later round would spoil it.
+func (hm heapMeter) measure(n int, newRound func(round int) (heapRound, error)) (heapFigure, error) {
 	var f heapFigure
 	if n <= 0 || hm.rounds <= 0 {
 		return f, fmt.Errorf("heap measurement of %d units in %d rounds", n, hm.rounds)
 	}
 	for round := 0; len(f.Rounds) < hm.rounds && round < 2*hm.rounds; round++ {
-		before := hm.read()
-		done, err := add(round)
+		r, err := newRound(round)
 		if err != nil {
 			return f, err
 		}
+		before := hm.read()
+		err = r.add()
 		after := hm.read()
-		if done != nil {
-			done()
+		if r.done != nil {
+			r.done()
+		}
+		if err != nil {
+			return f, err
 		}
 		perUnit := (float64(after) - float64(before)) / float64(n)
 		if !(perUnit > 0) || !finite(perUnit) {

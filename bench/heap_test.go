@@ -18,14 +18,14 @@ func readings(vs ...uint64) func() uint64 {
 // A heap figure is the median of its rounds, each the growth between its
 // own two readings; done is called after the second.
 func TestHeapMeterMedian(t *testing.T) {
-	var added, released int
+	var made, added, released int
 	hm := heapMeter{rounds: 3, read: readings(1000, 2000, 2000, 4000, 4000, 5500)}
-	f, err := hm.measure(10, func(round int) (func(), error) {
-		if round != added || released != added {
-			t.Fatalf("round %d: %d added, %d released", round, added, released)
+	f, err := hm.measure(10, func(round int) (heapRound, error) {
+		if round != made || added != made || released != made {
+			t.Fatalf("round %d: %d made, %d added, %d released", round, made, added, released)
 		}
-		added++
-		return func() { released++ }, nil
+		made++
+		return heapRound{add: func() error { added++; return nil }, done: func() { released++ }}, nil
 	})
 	if err != nil || f.PerUnit != 150 || f.Unsound != "" || f.Dropped != 0 || len(f.Rounds) != 3 || released != 3 {
 		t.Fatalf("%+v, %v, %d released", f, err, released)
@@ -36,7 +36,7 @@ func TestHeapMeterMedian(t *testing.T) {
 // is dropped and run again; without enough rounds that grew, the figure
 // is unsound, 0 and never negative.
 func TestHeapMeterDropsShrunkRounds(t *testing.T) {
-	add := func(int) (func(), error) { return nil, nil }
+	add := func(int) (heapRound, error) { return heapRound{add: func() error { return nil }}, nil }
 	hm := heapMeter{rounds: 3, read: readings(26000, 16000, 4000, 5000, 5000, 5000, 5000, 6000, 6000, 7200)}
 	f, err := hm.measure(10, add)
 	if err != nil || f.PerUnit != 100 || f.Dropped != 2 || f.Unsound != "" || len(f.Rounds) != 3 {
@@ -59,12 +59,17 @@ func TestHeapMeterKnownSize(t *testing.T) {
 	const n, size = 4000, 1024
 	var held [][]byte
 	hm := heapMeter{rounds: 3, read: liveHeap}
-	f, err := hm.measure(n, func(int) (func(), error) {
-		held = make([][]byte, n)
-		for i := range held {
-			held[i] = make([]byte, size)
-		}
-		return func() { held = nil }, nil
+	f, err := hm.measure(n, func(int) (heapRound, error) {
+		return heapRound{
+			add: func() error {
+				held = make([][]byte, n)
+				for i := range held {
+					held[i] = make([]byte, size)
+				}
+				return nil
+			},
+			done: func() { held = nil },
+		}, nil
 	})
 	if err != nil || f.Unsound != "" || f.PerUnit < size || f.PerUnit > size*1.25 || math.IsNaN(f.PerUnit) {
 		t.Fatalf("%+v, %v: want about %d B per unit", f, err, size+24)
