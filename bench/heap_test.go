@@ -75,3 +75,19 @@ func TestHeapMeterKnownSize(t *testing.T) {
 		t.Fatalf("%+v, %v: want about %d B per unit", f, err, size+24)
 	}
 }
+
+// An unsound figure is printed as such, with its reason: never a number.
+func TestPrintSizesUnsound(t *testing.T) {
+	var b strings.Builder
+	printSizes(&b, []Sizes{{System: "idem", Rounds: 3, BytesPerRecord: 820, RecordRounds: []float64{830, 820, 810},
+		InFlightUnsound: "the heap did not grow in 4 of 6 rounds: other memory was freed meanwhile"}})
+	out := b.String()
+	for _, want := range []string{"not measured (the heap did not grow in 4 of 6 rounds", "820 B per stored record", "median of 3 rounds"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("%q lacks %q", out, want)
+		}
+	}
+	if strings.Contains(out, "0 per key") || strings.Contains(out, "-") {
+		t.Errorf("%q: a number for the unsound figure", out)
+	}
+}
