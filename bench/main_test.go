@@ -236,8 +236,8 @@ func checkSizes(t *testing.T, rep Report) Sizes {
 
 func TestShortRunPostgres(t *testing.T) {
 	dsn := postgresDSN(t)
-	rep := runShort(t, "-postgres", dsn, "-scenarios", "unique,replay,xstorm")
-	checkReport(t, rep, 2*4+2) // xstorm: idem and poll
+	rep := runShort(t, "-postgres", dsn, "-scenarios", "unique,xstorm")
+	checkReport(t, rep, 4+2) // xstorm: idem and poll
 	checkTargetsRan(t, rep, []string{"PostgreSQL unique keys vs a plain client"},
 		map[string]string{"Redis server CPU per request": "-redis", "unique keys in memory vs singleflight+LRU": "memory store"})
 	if rep.Machine.Postgres == "" {
