@@ -79,10 +79,11 @@ func TestHeapMeterKnownSize(t *testing.T) {
 // An unsound figure is printed as such, with its reason: never a number.
 func TestPrintSizesUnsound(t *testing.T) {
 	var b strings.Builder
-	printSizes(&b, []Sizes{{System: "idem", Rounds: 3, BytesPerRecord: 820, RecordRounds: []float64{830, 820, 810},
-		InFlightUnsound: "the heap did not grow in 4 of 6 rounds: other memory was freed meanwhile"}})
+	printSizes(&b, []Sizes{{System: "idem", Rounds: 3, BytesPerRecord: 820, RecordRounds: []float64{830, 820, 810}, RecordDropped: 1,
+		InFlightDropped: 4, InFlightUnsound: "the heap did not grow in 4 of 6 rounds: other memory was freed meanwhile"}})
 	out := b.String()
-	for _, want := range []string{"not measured (the heap did not grow in 4 of 6 rounds", "820 B per stored record", "median of 3 rounds"} {
+	for _, want := range []string{"not measured (the heap did not grow in 4 of 6 rounds", "820 B per stored record", "median of 3 rounds",
+		"5 rounds run again"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("%q lacks %q", out, want)
 		}

@@ -151,8 +151,10 @@ type Sizes struct {
 	Rounds                 int       `json:"rounds,omitempty"`
 	Records                int       `json:"records_per_round,omitempty"`
 	InFlightKeys           int       `json:"in_flight_keys_per_round,omitempty"`
-	InFlightRounds         []float64 `json:"in_flight_rounds,omitempty"` // bytes per key in flight of each round kept
-	RecordRounds           []float64 `json:"record_rounds,omitempty"`    // bytes per record of each round kept
+	InFlightRounds         []float64 `json:"in_flight_rounds,omitempty"`  // bytes per key in flight of each round kept
+	RecordRounds           []float64 `json:"record_rounds,omitempty"`     // bytes per record of each round kept
+	InFlightDropped        int       `json:"in_flight_dropped,omitempty"` // rounds run again: the heap shrank during them
+	RecordDropped          int       `json:"record_dropped,omitempty"`
 	InFlightUnsound        string    `json:"in_flight_unsound,omitempty"`
 	RecordUnsound          string    `json:"record_unsound,omitempty"`
 }

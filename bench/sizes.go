@@ -109,7 +109,7 @@ func measureRecord(ctx context.Context, rounds *idemRounds, hm heapMeter, sz *Si
 	if err != nil {
 		return err
 	}
-	sz.BytesPerRecord, sz.RecordRounds, sz.RecordUnsound = fig.PerUnit, fig.Rounds, fig.Unsound
+	sz.BytesPerRecord, sz.RecordRounds, sz.RecordDropped, sz.RecordUnsound = fig.PerUnit, fig.Rounds, fig.Dropped, fig.Unsound
 	s := rounds.systems[first]
 	switch st := s.st.(type) {
 	case *redisstore.Store:
@@ -158,7 +158,7 @@ func measureInFlight(ctx context.Context, rounds *idemRounds, hm heapMeter, sz *
 	if err != nil {
 		return err
 	}
-	sz.BytesPerInFlightKey, sz.InFlightRounds, sz.InFlightUnsound = fig.PerUnit, fig.Rounds, fig.Unsound
+	sz.BytesPerInFlightKey, sz.InFlightRounds, sz.InFlightDropped, sz.InFlightUnsound = fig.PerUnit, fig.Rounds, fig.Dropped, fig.Unsound
 	return nil
 }
 

@@ -149,6 +149,9 @@ func printSizes(w io.Writer, ss []Sizes) {
 		if s.Rounds > 0 {
 			how += "; median of " + plural(s.Rounds, "round", "rounds")
 		}
+		if d := s.InFlightDropped + s.RecordDropped; d > 0 {
+			how += ", " + plural(d, "round", "rounds") + " run again: the heap shrank during it"
+		}
 		fmt.Fprintf(w, "\nmemory (%s): %s per key in flight, %s per stored record (%s)",
 			s.System, heapSize(s.BytesPerInFlightKey, s.InFlightUnsound), heapSize(s.BytesPerRecord, s.RecordUnsound), how)
 		if s.RedisBytesPerRecord > 0 {
