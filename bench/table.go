@@ -150,7 +150,7 @@ func printSizes(w io.Writer, ss []Sizes) {
 			how += "; median of " + plural(s.Rounds, "round", "rounds")
 		}
 		if d := s.InFlightDropped + s.RecordDropped; d > 0 {
-			how += ", " + plural(d, "round", "rounds") + " run again: the heap shrank during it"
+			how += ", " + plural(d, "round run again: the heap shrank during it", "rounds run again: the heap shrank during them")
 		}
 		fmt.Fprintf(w, "\nmemory (%s): %s per key in flight, %s per stored record (%s)",
 			s.System, heapSize(s.BytesPerInFlightKey, s.InFlightUnsound), heapSize(s.BytesPerRecord, s.RecordUnsound), how)
