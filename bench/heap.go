@@ -14,12 +14,13 @@ import (
 // and after adding n units that stay reachable.
 //
 // One reading of the live heap, even right after runtime.GC, can still
-// count memory the program has dropped: the runtime keeps it reachable for
-// a while (a stopped timer not yet removed from its P's heap, a goroutine
-// on its way out). On a loaded machine the 22 MB of the runtime that had
-// just measured the stored records stayed live through two forced
-// collections and was gone 250 ms later, between the two readings of the
-// next measurement, which came out at -1.93 KiB per key in flight. So:
+// count memory the program has dropped. On a loaded machine the 22 MB of
+// the runtime that had just measured the stored records (closed, its
+// goroutines gone) stayed live through two forced collections and was
+// gone 250 ms later, between the two readings of the next measurement,
+// which came out at -1.93 KiB per key in flight. What held it is the Go
+// runtime's business (a stopped timer waits in its P's heap until the P
+// cleans it up, say); the measurement must not depend on it. So:
 //
 //   - a reading is the least of several collections a few milliseconds
 //     apart, until two agree: a late free only ever inflates a reading;
