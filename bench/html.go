@@ -261,8 +261,8 @@ func (p *page) addSizes(ss []Sizes, colours map[string]int) {
 		p.Sizes = append(p.Sizes, sizesRow{
 			System:      s.System,
 			Colour:      colours[s.System],
-			InFlight:    bytesPer(s.BytesPerInFlightKey),
-			Record:      bytesPer(s.BytesPerRecord),
+			InFlight:    heapSize(s.BytesPerInFlightKey, s.InFlightUnsound),
+			Record:      heapSize(s.BytesPerRecord, s.RecordUnsound),
 			RedisRecord: bytesPer(s.RedisBytesPerRecord),
 		})
 		if s.RedisBytesPerRecord != 0 {

@@ -139,13 +139,24 @@ type Target struct {
 
 // Sizes are memory costs of one system, measured once per run: Go heap
 // bytes (and, on Redis, MEMORY USAGE of a record; on PostgreSQL, the
-// table's size with its indexes per row).
+// table's size with its indexes per row). A Go heap figure is the median
+// of Rounds rounds, each of Records records or InFlightKeys keys; when it
+// is unsound (see heap.go) it is 0 and its Unsound field says why.
 type Sizes struct {
-	System                 string  `json:"system"`
-	BytesPerInFlightKey    float64 `json:"bytes_per_in_flight_key"`
-	BytesPerRecord         float64 `json:"bytes_per_record"`
-	RedisBytesPerRecord    float64 `json:"redis_bytes_per_record,omitempty"`
-	PostgresBytesPerRecord float64 `json:"postgres_bytes_per_record,omitempty"`
+	System                 string    `json:"system"`
+	BytesPerInFlightKey    float64   `json:"bytes_per_in_flight_key"`
+	BytesPerRecord         float64   `json:"bytes_per_record"`
+	RedisBytesPerRecord    float64   `json:"redis_bytes_per_record,omitempty"`
+	PostgresBytesPerRecord float64   `json:"postgres_bytes_per_record,omitempty"`
+	Rounds                 int       `json:"rounds,omitempty"`
+	Records                int       `json:"records_per_round,omitempty"`
+	InFlightKeys           int       `json:"in_flight_keys_per_round,omitempty"`
+	InFlightRounds         []float64 `json:"in_flight_rounds,omitempty"`  // bytes per key in flight of each round kept
+	RecordRounds           []float64 `json:"record_rounds,omitempty"`     // bytes per record of each round kept
+	InFlightDropped        int       `json:"in_flight_dropped,omitempty"` // rounds run again: the heap shrank during them
+	RecordDropped          int       `json:"record_dropped,omitempty"`
+	InFlightUnsound        string    `json:"in_flight_unsound,omitempty"`
+	RecordUnsound          string    `json:"record_unsound,omitempty"`
 }
 
 func writeJSON(dir string, r *Report) error {

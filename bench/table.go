@@ -145,8 +145,15 @@ func printTargets(w io.Writer, ts []Target) {
 
 func printSizes(w io.Writer, ss []Sizes) {
 	for _, s := range ss {
-		fmt.Fprintf(w, "\nmemory (%s): %s per key in flight, %s per stored record (Go heap: runtime, cache and store)",
-			s.System, bytesPer(s.BytesPerInFlightKey), bytesPer(s.BytesPerRecord))
+		how := "Go heap: runtime, cache and store"
+		if s.Rounds > 0 {
+			how += "; median of " + plural(s.Rounds, "round", "rounds")
+		}
+		if d := s.InFlightDropped + s.RecordDropped; d > 0 {
+			how += ", " + plural(d, "round run again: the heap shrank during it", "rounds run again: the heap shrank during them")
+		}
+		fmt.Fprintf(w, "\nmemory (%s): %s per key in flight, %s per stored record (%s)",
+			s.System, heapSize(s.BytesPerInFlightKey, s.InFlightUnsound), heapSize(s.BytesPerRecord, s.RecordUnsound), how)
 		if s.RedisBytesPerRecord > 0 {
 			fmt.Fprintf(w, ", %s per record in Redis (MEMORY USAGE)", bytesPer(s.RedisBytesPerRecord))
 		}
@@ -155,4 +162,15 @@ func printSizes(w io.Writer, ss []Sizes) {
 		}
 		fmt.Fprintln(w)
 	}
+}
+
+// heapSize prints a Go heap figure of Sizes, or says why there is none.
+func heapSize(v float64, unsound string) string {
+	if unsound != "" {
+		return "not measured (" + unsound + ")"
+	}
+	if !(v > 0) {
+		return noValue
+	}
+	return bytesPer(v)
 }
