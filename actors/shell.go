@@ -59,8 +59,14 @@ func (s *shard) step(e *keyState, ev event) {
 
 // perform does what a step asked for. e is nil for a Finish that found no
 // key (only answers and dropped requests then).
+//
+// The counters Stats reads (parked callers, keys in flight) are updated,
+// and a forgotten key deleted, before any answer goes out: a caller that
+// has its answer never sees itself counted.
 func (s *shard) perform(e *keyState, fx *effects) {
+	var key string
 	if e != nil {
+		key = e.key
 		for _, t := range fx.timers {
 			it := &e.timer
 			if t.settle {
@@ -81,7 +87,17 @@ func (s *shard) perform(e *keyState, fx *effects) {
 		st.req.stop(st.cause)
 	}
 	if fx.cacheSet && s.cache != nil {
-		s.cache.Add(e.key, fx.cache)
+		s.cache.Add(key, fx.cache)
+	}
+	if fx.waiters != 0 {
+		s.nWaiters.Add(int64(fx.waiters))
+	}
+	if fx.done {
+		if len(fx.ops) > 0 {
+			panic("actors: a step forgot a key and sent it a store operation")
+		}
+		s.deleteEntry(e) // e may be reused from here on
+		e = nil
 	}
 	for i := range fx.answers {
 		a := &fx.answers[i]
@@ -97,21 +113,15 @@ func (s *shard) perform(e *keyState, fx *effects) {
 	}
 	for _, w := range fx.warns {
 		if w.store {
-			s.warnStore(w.op, e.key, w.err)
+			s.warnStore(w.op, key, w.err)
 		} else if w.err != nil {
-			s.cfg.Logger.Warn(w.msg, "key", e.key, "err", w.err)
+			s.cfg.Logger.Warn(w.msg, "key", key, "err", w.err)
 		} else {
-			s.cfg.Logger.Warn(w.msg, "key", e.key)
+			s.cfg.Logger.Warn(w.msg, "key", key)
 		}
-	}
-	if fx.waiters != 0 {
-		s.nWaiters.Add(int64(fx.waiters))
 	}
 	for i := range fx.ops {
 		s.submitOp(e, &fx.ops[i])
-	}
-	if fx.done {
-		s.deleteEntry(e)
 	}
 }
 

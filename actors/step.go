@@ -178,7 +178,9 @@ func (m *mover) leave(r *Request) {
 	case owning:
 		// The caller left as it was granted the key and will not run.
 		r.where = gone
-		if k.owner == r && k.phase == phRunning {
+		if k.owner == r && (k.phase == phRunning || k.phase == phLost) {
+			// In phLost the store refuses the Release (lease lost) and the
+			// next waiter claims the key: no Finish will come.
 			m.release(Reply{})
 		}
 	}
