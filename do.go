@@ -282,10 +282,15 @@ func result[T any](key string, fp []byte, codec Codec, hit *actors.Cached) (T, e
 		}
 		if data == nil {
 			// The LRU keeps one copy of a result made here, the owner's
-			// value: a caller of another type gets it through the codec,
-			// as from the store.
+			// value: a caller of another type gets it encoded again with
+			// the owner's codec and decoded with its own, as from the
+			// store.
+			enc := codec
+			if owners, ok := hit.Codec.(Codec); ok {
+				enc = owners
+			}
 			var err error
-			if data, err = codec.Marshal(hit.Value); err != nil {
+			if data, err = enc.Marshal(hit.Value); err != nil {
 				return zero, &CodecError{Key: key, Op: "decode", Err: err}
 			}
 		}

@@ -147,6 +147,7 @@ type Finish struct {
 	Kind   Kind
 	Record store.Record // Success, Permanent
 	Value  any          // Success: the value itself, for callers in this process
+	Codec  any          // Success: the codec Record.Value was encoded with
 	Err    error        // Permanent, Transient, Panic
 
 	// Stored is set when the owner completed the key in the store itself
@@ -170,6 +171,9 @@ type Cached struct {
 	// record was produced in this process; nil otherwise.
 	Value any
 	Err   error
+	// Codec is the codec the owner encoded Value with (an idem.Codec), so
+	// that a caller of another type decodes what the store would give it.
+	Codec any
 	// Size is what the result holds in bytes: its encoded value (whether
 	// or not the copy kept holds it), error text, fingerprint and owner.
 	Size int

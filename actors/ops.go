@@ -90,14 +90,16 @@ func (s *shard) submit(o *op) {
 
 // drainInline handles the answers of the in-process store's operations,
 // each as its own event, until none is left: a step never runs inside
-// another.
+// another. Each answer leaves the queue before it is handled, so a panic
+// recovered in one (a bug) costs that answer only, not the queue.
 func (s *shard) drainInline() {
-	for i := 0; i < len(s.inlineDone); i++ {
-		o := s.inlineDone[i]
-		s.inlineDone[i] = nil
+	for s.inlineHead < len(s.inlineDone) {
+		o := s.inlineDone[s.inlineHead]
+		s.inlineDone[s.inlineHead] = nil
+		s.inlineHead++
 		s.handle(o)
 	}
-	s.inlineDone = s.inlineDone[:0]
+	s.inlineDone, s.inlineHead = s.inlineDone[:0], 0
 }
 
 // partition is one store partition's share of a shard's I/O: its own

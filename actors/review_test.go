@@ -1,8 +1,7 @@
 package actors
 
-// Adversarial review tests of the rewritten engine (step.go, shell.go).
-// A test whose name starts with TestBug documents a bug found in review;
-// it fails until the bug is fixed.
+// Tests of bugs an adversarial review of the rewritten engine found, each
+// fixed since: they keep them fixed.
 
 import (
 	"context"
@@ -12,13 +11,13 @@ import (
 	"github.com/idemrt/idem/store"
 )
 
-// BUG: an owner that leaves as it is granted the key (Abandon of a caller
+// Found in review (fixed): an owner that leaves as it is granted the key (Abandon of a caller
 // whose ctx ended with the Grant in its channel) releases the key only in
 // phRunning. If a renewal found the lease lost before the Abandon arrived
 // (phLost), nothing happens: no Finish will ever come, no timer is armed,
 // and the waiters are parked for ever (Close hangs on the entry too). The
 // old engine kept "lost" as a flag on phRunning and released the key.
-func TestBugOwnerLeavingAfterLeaseLostStrandsTheKey(t *testing.T) {
+func TestOwnerLeavingAfterLeaseLostReleasesTheKey(t *testing.T) {
 	w, owner := running(t)
 	waiter := w.arrive(req())
 	w.step(event{kind: evTimer, timer: timerRenew})
@@ -60,13 +59,13 @@ func (l *snapHandler) Handle(ctx context.Context, r slog.Record) error {
 	return l.logRecorder.Handle(ctx, r)
 }
 
-// BUG (makes TestStormRunsOnce/batched flaky under -race): perform() sends
+// Found in review (fixed; it made TestStormRunsOnce/batched flaky under -race): perform() sends
 // the step's answers, then drops requests and logs, and only then applies
 // the step's waiter delta to Stats and deletes the key. A caller that has
 // its answer can read Stats that still count it as parked (and its key in
 // flight). Observed here deterministically through a warning logged
 // between the answers and the counter update.
-func TestBugStatsLagBehindTheAnswers(t *testing.T) {
+func TestStatsAreCurrentBeforeTheAnswers(t *testing.T) {
 	h := newHarness(t)
 	l := &snapHandler{s: h.s}
 	h.s.cfg.Logger = slog.New(l)

@@ -63,7 +63,8 @@ type shard struct {
 	entries     map[string]*keyState
 	stepCfg     stepConfig
 	fx          effects // the effects of the step in hand, reused
-	inlineDone  []*op   // answered in-process operations still to handle
+	inlineDone  []*op   // answered in-process operations, handled from inlineHead on
+	inlineHead  int
 	timers      timerHeap
 	armed       clock.Timer
 	armedAt     time.Time

@@ -61,3 +61,24 @@ func TestResultIsCachedBeforeTheAnswer(t *testing.T) {
 	}
 	h.want(r, Reply{Kind: Settled})
 }
+
+// A panic recovered while an in-process answer is handled (a bug) costs
+// that answer only: the answers queued behind it are handled with the next
+// message, and the queue does not panic for ever after.
+func TestDrainInlineGoesOnAfterAPanic(t *testing.T) {
+	h := newHarness(t, inline)
+	r := h.ask("k") // its claim's answer is queued
+	h.s.inlineDone = append([]*op{nil}, h.s.inlineDone...)
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Fatal("handling a nil op did not panic")
+			}
+		}()
+		h.s.drainInline()
+	}()
+	h.s.drainInline()
+	if rep := h.reply(r); rep.Kind != Grant {
+		t.Fatalf("reply = %s, want a Grant", fmtReply(rep))
+	}
+}

@@ -403,7 +403,7 @@ func (m *mover) finish(f *Finish) {
 		k.owner = nil
 		k.phase = phFinishing
 		k.finishedAt = m.now
-		k.result = Cached{Record: f.Record, Value: f.Value, Err: f.Err}
+		k.result = Cached{Record: f.Record, Value: f.Value, Err: f.Err, Codec: f.Codec}
 		k.backoff = 0
 		if f.StoreErr != nil {
 			m.fx.drops = append(m.fx.drops, r)
@@ -434,7 +434,7 @@ func (m *mover) finish(f *Finish) {
 	}
 	switch f.Kind {
 	case Success, Permanent:
-		k.result = Cached{Record: f.Record, Value: f.Value, Err: f.Err}
+		k.result = Cached{Record: f.Record, Value: f.Value, Err: f.Err, Codec: f.Codec}
 		k.phase = phFinishing
 		k.finishedAt = m.now
 		k.backoff = 0
@@ -466,7 +466,7 @@ func (m *mover) completed(o *store.Op) {
 		m.stored(nil, o.Err)
 		return
 	}
-	c := &Cached{Record: o.Result.Record, Value: m.k.result.Value, Err: m.k.result.Err}
+	c := &Cached{Record: o.Result.Record, Value: m.k.result.Value, Err: m.k.result.Err, Codec: m.k.result.Codec}
 	m.stored(c, nil)
 }
 
