@@ -48,8 +48,11 @@ func (s *shard) deleteEntry(e *keyState) {
 }
 
 // step moves e by ev and performs the effects.
+// ev.now, when left zero, is read from the clock.
 func (s *shard) step(e *keyState, ev event) {
-	ev.now = s.now()
+	if ev.now.IsZero() {
+		ev.now = s.now()
+	}
 	ev.closing = s.closing
 	fx := &s.fx
 	fx.reset()
@@ -60,6 +63,9 @@ func (s *shard) step(e *keyState, ev event) {
 // perform does what a step asked for. e is nil for a Finish that found no
 // key (only answers and dropped requests then).
 //
+// The cache is filled before any answer goes out, so that a caller that
+// calls again finds the result there.
+//
 // The counters Stats reads (parked callers, keys in flight) are updated,
 // and a forgotten key deleted, before any answer goes out: a caller that
 // has its answer never sees itself counted.
@@ -67,21 +73,6 @@ func (s *shard) perform(e *keyState, fx *effects) {
 	var key string
 	if e != nil {
 		key = e.key
-		for _, t := range fx.timers {
-			it := &e.timer
-			if t.settle {
-				it = &e.settleTimer
-			}
-			if t.at.IsZero() {
-				s.timers.cancel(it)
-				continue
-			}
-			it.kind = t.kind
-			s.timers.schedule(it, t.at)
-		}
-		if len(fx.timers) > 0 {
-			s.rearm()
-		}
 	}
 	for _, st := range fx.stops {
 		st.req.stop(st.cause)
@@ -110,6 +101,24 @@ func (s *shard) perform(e *keyState, fx *effects) {
 	}
 	for _, r := range fx.drops {
 		r.unref()
+	}
+	// Timers after the answers: arming one costs a clock timer's reset,
+	// which an answered caller need not wait for. (A forgotten key's timers
+	// went with it.)
+	if e != nil && len(fx.timers) > 0 {
+		for _, t := range fx.timers {
+			it := &e.timer
+			if t.settle {
+				it = &e.settleTimer
+			}
+			if t.at.IsZero() {
+				s.timers.cancel(it)
+				continue
+			}
+			it.kind = t.kind
+			s.timers.schedule(it, t.at)
+		}
+		s.rearm()
 	}
 	for _, w := range fx.warns {
 		if w.store {
@@ -140,7 +149,8 @@ func (s *shard) onRequest(r *Request) {
 	}
 	// The caller looked in the LRU before sending, but the key may have
 	// completed since (its owner's Finish came first in this mailbox).
-	if c := s.lookup(r.Key, s.now()); c != nil {
+	now := s.now()
+	if c := s.lookup(r.Key, now); c != nil {
 		s.reply(r, Reply{Kind: Settled, Result: c})
 		return
 	}
@@ -148,7 +158,7 @@ func (s *shard) onRequest(r *Request) {
 	if e == nil {
 		e = s.newEntry(r.Key)
 	}
-	s.step(e, event{kind: evArrive, req: r})
+	s.step(e, event{kind: evArrive, req: r, now: now})
 }
 
 func (s *shard) onAbandon(r *Request) {
