@@ -134,12 +134,12 @@ func do[T any](ctx context.Context, rt *Runtime, key string, fn func(context.Con
 	case actors.Grant:
 		return own(ctx, rt, req, &rep, fn, c, st)
 	case actors.Settled:
-		req.Release()
 		out := Replayed
 		if rep.Joined {
 			out = Joined
 		}
 		v, err := result[T](key, c.fp, c.codec, rep.Result)
+		req.Release() // after result: rep.Result may live in req
 		return v, settledOutcome(out, err), err
 	default:
 		req.Release()

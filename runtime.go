@@ -126,7 +126,8 @@ type Stats struct {
 // Stats returns the runtime's counters: keys in flight, parked callers,
 // pending callers, store batches and operations.
 func (rt *Runtime) Stats() Stats {
-	shards := rt.set.Stats()
+	var room [16]actors.Stats
+	shards := rt.set.Stats(room[:0])
 	st := Stats{Shards: len(shards)}
 	for _, s := range shards {
 		st.InFlight += s.InFlight
@@ -148,7 +149,7 @@ type ShardStats struct {
 // ShardStats returns each shard's counters, by shard index: keys in
 // flight, parked callers, pending callers (against Options.MaxPending).
 func (rt *Runtime) ShardStats() []ShardStats {
-	shards := rt.set.Stats()
+	shards := rt.set.Stats(nil)
 	out := make([]ShardStats, len(shards))
 	for i, st := range shards {
 		out[i] = ShardStats{InFlight: st.InFlight, Waiters: st.Waiters, Pending: st.Pending}

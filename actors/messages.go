@@ -156,10 +156,11 @@ type Finish struct {
 	Stored   bool
 	Result   *Cached
 	StoreErr error
-	// Own is room for the owner's Result inside the request, so that a
-	// key without waiters settles without allocating one: the owner reads
-	// it before it releases the request, and the shard copies it for
-	// anyone else (the LRU keeps records by value).
+	// Own is room for a Result inside the request, so that a key without
+	// waiters settles without allocating one: the owner's own result, or,
+	// for a caller the shard answers from its LRU, the cached record. The
+	// caller reads it before it releases the request, and the shard copies
+	// it for anyone else (the LRU keeps records by value).
 	Own Cached
 }
 

@@ -188,14 +188,14 @@ func (set *Set) Forget(ctx context.Context, key string) error {
 // gets no answer and must give up.
 func (set *Set) Done() <-chan struct{} { return set.done }
 
-// Stats returns each shard's counters, by shard index.
-func (set *Set) Stats() []Stats {
-	out := make([]Stats, len(set.shards))
-	for i, s := range set.shards {
-		out[i] = Stats{InFlight: int(s.nEntries.Load()), Waiters: int(s.nWaiters.Load()), Pending: s.gate.Pending(),
-			Batches: s.nBatches.Load(), Ops: s.nOps.Load()}
+// Stats appends each shard's counters to dst, by shard index, and returns
+// the result (dst may have room for them: Stats is read in loops).
+func (set *Set) Stats(dst []Stats) []Stats {
+	for _, s := range set.shards {
+		dst = append(dst, Stats{InFlight: int(s.nEntries.Load()), Waiters: int(s.nWaiters.Load()), Pending: s.gate.Pending(),
+			Batches: s.nBatches.Load(), Ops: s.nOps.Load()})
 	}
-	return out
+	return dst
 }
 
 // Close shuts the shards down: parked callers get FailClosed at once,

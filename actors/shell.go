@@ -150,8 +150,12 @@ func (s *shard) onRequest(r *Request) {
 	// The caller looked in the LRU before sending, but the key may have
 	// completed since (its owner's Finish came first in this mailbox).
 	now := s.now()
-	if c := s.lookup(r.Key, now); c != nil {
-		s.reply(r, Reply{Kind: Settled, Result: c})
+	if c, ok := s.hit(r.Key, now); ok {
+		// The record goes in the request's own room (unused by a caller
+		// that is no owner): the caller reads it before it releases the
+		// request.
+		r.Finish.Own = c
+		s.reply(r, Reply{Kind: Settled, Result: &r.Finish.Own})
 		return
 	}
 	e := s.entries[r.Key]
