@@ -281,16 +281,13 @@ func result[T any](key string, fp []byte, codec Codec, hit *actors.Cached) (T, e
 			return v, nil
 		}
 		if data == nil {
-			// The LRU keeps one copy of a result made here, the owner's
-			// value: a caller of another type gets it encoded again with
-			// the owner's codec and decoded with its own, as from the
-			// store.
-			enc := codec
-			if owners, ok := hit.Codec.(Codec); ok {
-				enc = owners
-			}
+			// The LRU keeps one copy of a result made here with the
+			// default codec, the owner's value: a caller of another type
+			// gets it encoded again as the owner did, and decoded with its
+			// own codec, as from the store. (A result made with another
+			// codec keeps its encoding: see actors.Cached.)
 			var err error
-			if data, err = enc.Marshal(hit.Value); err != nil {
+			if data, err = JSON.Marshal(hit.Value); err != nil {
 				return zero, &CodecError{Key: key, Op: "decode", Err: err}
 			}
 		}

@@ -142,7 +142,7 @@ func (o *owner[T]) fill(f *actors.Finish, v T, err error) {
 			f.Record = failedRecord(codecErr, fp)
 			return
 		}
-		f.Kind, f.Value, f.Codec = actors.Success, boxed, o.codec
+		f.Kind, f.Value, f.OwnCodec = actors.Success, boxed, o.codec != JSON
 		f.Record.Value, f.Record.Fingerprint = data, fp
 	case IsPermanent(err):
 		f.Kind, f.Err = actors.Permanent, err
@@ -181,7 +181,7 @@ func (o *owner[T]) completeHere(f *actors.Finish) {
 	}
 	var rep actors.Reply
 	if err == nil {
-		f.Own = actors.Cached{Record: rec, Value: f.Value, Err: f.Err, Codec: f.Codec}
+		f.Own = actors.Cached{Record: rec, Value: f.Value, Err: f.Err}
 		f.Result = &f.Own
 		rep = actors.Reply{Kind: actors.Settled, Result: f.Result}
 	} else {

@@ -147,8 +147,10 @@ type Finish struct {
 	Kind   Kind
 	Record store.Record // Success, Permanent
 	Value  any          // Success: the value itself, for callers in this process
-	Codec  any          // Success: the codec Record.Value was encoded with
-	Err    error        // Permanent, Transient, Panic
+	// OwnCodec: Record.Value was encoded with a codec of the caller's own,
+	// not the default: the LRU keeps that encoding (see Cached.one).
+	OwnCodec bool
+	Err      error // Permanent, Transient, Panic
 
 	// Stored is set when the owner completed the key in the store itself
 	// (see store.OwnerCompleter) and does not wait for an answer: Result is
@@ -172,9 +174,6 @@ type Cached struct {
 	// record was produced in this process; nil otherwise.
 	Value any
 	Err   error
-	// Codec is the codec the owner encoded Value with (an idem.Codec), so
-	// that a caller of another type decodes what the store would give it.
-	Codec any
 	// Size is what the result holds in bytes: its encoded value (whether
 	// or not the copy kept holds it), error text, fingerprint and owner.
 	Size int
@@ -187,12 +186,14 @@ func (c *Cached) size() int {
 }
 
 // one returns the copy of c the LRU keeps: one copy of the result, never
-// two. A result produced here keeps the owner's value and drops its
-// encoding (a caller of another type encodes the value again); one read
-// from the store keeps its encoding.
-func (c *Cached) one() Cached {
+// two. A result made here with the default codec keeps the owner's value
+// and drops its encoding (a caller of another type encodes the value again
+// with the default codec, as the owner did); any other result keeps its
+// encoding (read from the store, or made with a codec of the owner's own,
+// ownCodec), which a caller of another type decodes as the store's.
+func (c *Cached) one(ownCodec bool) Cached {
 	k := *c
-	if k.Value != nil {
+	if k.Value != nil && !ownCodec {
 		k.Record.Value = nil
 	}
 	return k

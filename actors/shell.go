@@ -77,8 +77,8 @@ func (s *shard) perform(e *keyState, fx *effects) {
 	for _, st := range fx.stops {
 		st.req.stop(st.cause)
 	}
-	if fx.cacheSet && s.cache != nil {
-		s.cache.Add(key, fx.cache)
+	if fx.cache != nil && s.cache != nil {
+		s.cache.Add(key, *fx.cache)
 	}
 	if fx.waiters != 0 {
 		s.nWaiters.Add(int64(fx.waiters))

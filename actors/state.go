@@ -61,6 +61,9 @@ type keyState struct {
 	// nothing is cached.
 	noCache bool
 	grants  int // claims granted to callers of this key since it had callers
+	// ownCodec: the owner's result was encoded with a codec of its caller's
+	// own, whose encoding the LRU keeps (see Cached.one).
+	ownCodec bool
 
 	// The owner's result from its Finish until the store has it: kept, and
 	// offered again after a retryable failure, until the store stores it or
@@ -114,22 +117,22 @@ type event struct {
 // answer these callers, cache this result, log these warnings, and forget
 // the key. The shard keeps one and reuses its memory.
 type effects struct {
-	ops      []opEffect
-	timers   []timerEffect
-	stops    []stopEffect
-	answers  []answer
-	drops    []*Request // requests the shard holds no more (see pooled)
-	cache    Cached     // the key's validated terminal result, to keep (cacheSet)
-	cacheSet bool
-	warns    []warning
-	waiters  int  // change in the number of parked callers (for Stats)
-	done     bool // the key has no callers left: forget its state
+	ops     []opEffect
+	timers  []timerEffect
+	stops   []stopEffect
+	answers []answer
+	drops   []*Request // requests the shard holds no more (see pooled)
+	cache   *Cached    // the key's validated terminal result, to keep (in its state)
+	warns   []warning
+	waiters int  // change in the number of parked callers (for Stats)
+	done    bool // the key has no callers left: forget its state
 }
 
 func (fx *effects) reset() {
 	clear(fx.answers)
 	clear(fx.stops)
 	clear(fx.drops)
+	clear(fx.ops) // their records hold results: keep none alive
 	*fx = effects{
 		ops: fx.ops[:0], timers: fx.timers[:0], stops: fx.stops[:0],
 		answers: fx.answers[:0], drops: fx.drops[:0], warns: fx.warns[:0],

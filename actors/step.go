@@ -403,7 +403,8 @@ func (m *mover) finish(f *Finish) {
 		k.owner = nil
 		k.phase = phFinishing
 		k.finishedAt = m.now
-		k.result = Cached{Record: f.Record, Value: f.Value, Err: f.Err, Codec: f.Codec}
+		k.result = Cached{Record: f.Record, Value: f.Value, Err: f.Err}
+		k.ownCodec = f.OwnCodec
 		k.backoff = 0
 		if f.StoreErr != nil {
 			m.fx.drops = append(m.fx.drops, r)
@@ -434,7 +435,8 @@ func (m *mover) finish(f *Finish) {
 	}
 	switch f.Kind {
 	case Success, Permanent:
-		k.result = Cached{Record: f.Record, Value: f.Value, Err: f.Err, Codec: f.Codec}
+		k.result = Cached{Record: f.Record, Value: f.Value, Err: f.Err}
+		k.ownCodec = f.OwnCodec
 		k.phase = phFinishing
 		k.finishedAt = m.now
 		k.backoff = 0
@@ -466,7 +468,7 @@ func (m *mover) completed(o *store.Op) {
 		m.stored(nil, o.Err)
 		return
 	}
-	c := &Cached{Record: o.Result.Record, Value: m.k.result.Value, Err: m.k.result.Err, Codec: m.k.result.Codec}
+	c := &Cached{Record: o.Result.Record, Value: m.k.result.Value, Err: m.k.result.Err}
 	m.stored(c, nil)
 }
 
@@ -648,7 +650,10 @@ func (m *mover) remember(c *Cached) {
 	if m.k.noCache || !rec.ExpiresAt.After(m.now) || (rec.Failed && len(rec.Value) > 0) {
 		return
 	}
-	m.fx.cache, m.fx.cacheSet = c.one(), true
+	// The copy lives in the key's state (its result is not needed any
+	// more: the key is settled) until the shard has cached it.
+	m.k.result = c.one(m.k.ownCodec)
+	m.fx.cache = &m.k.result
 }
 
 // conflict is the answer to a caller that may not wait any longer.

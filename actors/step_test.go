@@ -61,8 +61,8 @@ func (w *world) step(ev event) *effects {
 	for _, s := range fx.stops {
 		w.stops[s.req] = s.cause
 	}
-	if fx.cacheSet {
-		w.cached = append(w.cached, fx.cache)
+	if fx.cache != nil {
+		w.cached = append(w.cached, *fx.cache)
 	}
 	w.warns = append(w.warns, fx.warns...)
 	w.waiters += fx.waiters
