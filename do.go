@@ -154,8 +154,8 @@ func do[T any](ctx context.Context, rt *Runtime, key string, fn func(context.Con
 //
 //go:noinline
 func replay[T any](rt *Runtime, key string, fp []byte, codec Codec) (T, bool, error) {
-	hit, ok := rt.set.Hit(key, rt.clock.Now())
-	if !ok {
+	var hit actors.Cached
+	if !rt.set.Hit(key, rt.clock.Now(), &hit) {
 		var zero T
 		return zero, false, nil
 	}
@@ -172,7 +172,7 @@ func own[T any](ctx context.Context, rt *Runtime, req *actors.Request, grant *ac
 	fn func(context.Context) (T, error), c *callOptions, st *callStats) (T, Outcome, error) {
 	// The owner lives on the heap: a goroutine may run fn.
 	o := &owner[T]{rt: rt, req: req, fn: fn,
-		claim: claim{token: grant.Token, attempt: grant.Attempt, takeover: grant.Takeover},
+		claim: claim{token: grant.Token, attempt: int(grant.Attempt), takeover: grant.Takeover},
 		fp:    c.fp, codec: c.codec, classifier: c.classifier, waits: c.ownerWaits}
 	v, out, err := o.execute(ctx, st)
 	if o.answered {

@@ -47,7 +47,8 @@ func Get[T any](ctx context.Context, rt *Runtime, key string, opts ...CallOption
 	if err := rt.refuse(ctx, key, c.err, false); err != nil {
 		return zero, err
 	}
-	if hit, ok := rt.set.Hit(key, rt.clock.Now()); ok {
+	var hit actors.Cached
+	if rt.set.Hit(key, rt.clock.Now(), &hit) {
 		return result[T](key, c.fp, c.codec, &hit)
 	}
 	rec, err := rt.read(ctx, key, c.fp)

@@ -126,16 +126,15 @@ type Stats struct {
 // Stats returns the runtime's counters: keys in flight, parked callers,
 // pending callers, store batches and operations.
 func (rt *Runtime) Stats() Stats {
-	var room [16]actors.Stats
-	shards := rt.set.Stats(room[:0])
-	st := Stats{Shards: len(shards)}
-	for _, s := range shards {
+	var st Stats
+	rt.set.Stats(func(_ int, s actors.Stats) {
+		st.Shards++
 		st.InFlight += s.InFlight
 		st.Waiters += s.Waiters
 		st.Pending += s.Pending
 		st.Batches += s.Batches
 		st.Ops += s.Ops
-	}
+	})
 	return st
 }
 
@@ -149,11 +148,10 @@ type ShardStats struct {
 // ShardStats returns each shard's counters, by shard index: keys in
 // flight, parked callers, pending callers (against Options.MaxPending).
 func (rt *Runtime) ShardStats() []ShardStats {
-	shards := rt.set.Stats(nil)
-	out := make([]ShardStats, len(shards))
-	for i, st := range shards {
-		out[i] = ShardStats{InFlight: st.InFlight, Waiters: st.Waiters, Pending: st.Pending}
-	}
+	var out []ShardStats
+	rt.set.Stats(func(_ int, st actors.Stats) {
+		out = append(out, ShardStats{InFlight: st.InFlight, Waiters: st.Waiters, Pending: st.Pending})
+	})
 	return out
 }
 

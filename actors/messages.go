@@ -125,19 +125,20 @@ const (
 // Reply is a shard's answer to a Request.
 type Reply struct {
 	Kind Kind
-	// Grant: the claim the store gave the owner: its token, how many claims
-	// callers of the key were granted here since it last had none in flight
-	// (1 for the first, 2 for a waiter handed the key after a transient
-	// failure...), and whether it took the key over from an owner whose
-	// lease had ended.
-	Token     store.Token
-	Attempt   int
+	Op   store.OpKind // a store failure's operation
+	// Grant: the claim the store gave the owner: whether it took the key
+	// over from an owner whose lease had ended, how many claims callers of
+	// the key were granted here since it last had none in flight (1 for the
+	// first, 2 for a waiter handed the key after a transient failure...),
+	// and its token. (The fields are ordered to keep a Reply small: callers
+	// hold it in frames a small goroutine stack must fit.)
 	Takeover  bool
+	Joined    bool   // Settled: the caller waited for an execution in flight
+	Waited    bool   // the request was parked before this reply
+	Attempt   uint16 // Grant; at most 65535 (it stops counting there)
+	Token     store.Token
 	Result    *Cached // Settled
-	Joined    bool    // Settled: the caller waited for an execution in flight
-	Waited    bool    // the request was parked before this reply
 	Err       error   // a failure's cause
-	Op        store.OpKind
 	LeaseLeft time.Duration // FailConflict; Grant: the lease granted
 }
 

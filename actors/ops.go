@@ -23,6 +23,10 @@ type op struct {
 // maxFree bounds the shard's free lists of ops and key states.
 const maxFree = 256
 
+// maxSpareWaiters bounds the waiters slice a shard keeps for reuse: a
+// storm's memory is not kept for good.
+const maxSpareWaiters = 4096
+
 // newOp returns a blank op for e (nil for a forget), from the free list.
 func (s *shard) newOp(e *keyState) *op {
 	var o *op

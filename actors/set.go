@@ -174,9 +174,14 @@ func (set *Set) Abandon(r *Request) {
 	r.shard.send(&abandon{req: r})
 }
 
-// Hit returns the LRU's record of key, if it holds one that has not
-// expired at now, without an actor hop. It is safe for concurrent use.
-func (set *Set) Hit(key string, now time.Time) (Cached, bool) { return set.shardOf(key).hit(key, now) }
+// Hit writes into dst the LRU's record of key and reports true, if the LRU
+// holds one that has not expired at now, without an actor hop. It is safe
+// for concurrent use. (dst rather than a result: a caller's goroutine often
+// starts with a small stack, and a record passed back by value through two
+// frames made the first call of every new goroutine grow it.)
+func (set *Set) Hit(key string, now time.Time, dst *Cached) bool {
+	return set.shardOf(key).hitInto(key, now, dst)
+}
 
 // Forget deletes key's record from the LRU and the store, through its
 // shard: store.ErrInProgress while the key has callers in flight here.
@@ -188,14 +193,14 @@ func (set *Set) Forget(ctx context.Context, key string) error {
 // gets no answer and must give up.
 func (set *Set) Done() <-chan struct{} { return set.done }
 
-// Stats appends each shard's counters to dst, by shard index, and returns
-// the result (dst may have room for them: Stats is read in loops).
-func (set *Set) Stats(dst []Stats) []Stats {
-	for _, s := range set.shards {
-		dst = append(dst, Stats{InFlight: int(s.nEntries.Load()), Waiters: int(s.nWaiters.Load()), Pending: s.gate.Pending(),
+// Stats calls each with each shard's index and counters, in index order
+// (a callback rather than a slice: Stats is read in loops, and should
+// neither allocate nor need a large frame).
+func (set *Set) Stats(each func(shard int, st Stats)) {
+	for i, s := range set.shards {
+		each(i, Stats{InFlight: int(s.nEntries.Load()), Waiters: int(s.nWaiters.Load()), Pending: s.gate.Pending(),
 			Batches: s.nBatches.Load(), Ops: s.nOps.Load()})
 	}
-	return dst
 }
 
 // Close shuts the shards down: parked callers get FailClosed at once,

@@ -60,21 +60,24 @@ type shard struct {
 	partitioner store.Partitioner
 
 	// Owned by the actor's goroutine.
-	entries     map[string]*keyState
-	stepCfg     stepConfig
-	fx          effects // the effects of the step in hand, reused
-	inlineDone  []*op   // answered in-process operations, handled from inlineHead on
-	inlineHead  int
-	timers      timerHeap
-	armed       clock.Timer
-	armedAt     time.Time
-	armGen      uint64
-	parts       map[int]*partition
-	freeOps     []*op
-	freeEntries []*keyState
-	closing     bool
-	drained     chan struct{}
-	drainClosed bool
+	entries    map[string]*keyState
+	stepCfg    stepConfig
+	fx         effects // the effects of the step in hand, reused
+	inlineDone []*op   // answered in-process operations, handled from inlineHead on
+	inlineHead int
+	// spareWaiters is a broadcast's slice of waiters, kept for the next
+	// key (see effects.broadcasts).
+	spareWaiters []*Request
+	timers       timerHeap
+	armed        clock.Timer
+	armedAt      time.Time
+	armGen       uint64
+	parts        map[int]*partition
+	freeOps      []*op
+	freeEntries  []*keyState
+	closing      bool
+	drained      chan struct{}
+	drainClosed  bool
 	// clearing counts, per key, the pages of a Clear that allowed the key
 	// and whose store deletes are not over: an entry created meanwhile
 	// caches nothing (see Set.Clear).
@@ -189,6 +192,23 @@ func (s *shard) hit(key string, now time.Time) (Cached, bool) {
 		return Cached{}, false
 	}
 	return c, true
+}
+
+// hitInto is hit writing into dst.
+func (s *shard) hitInto(key string, now time.Time, dst *Cached) bool {
+	if s.cache == nil {
+		return false
+	}
+	c, ok := s.cache.Get(key)
+	if !ok {
+		return false
+	}
+	if !now.Before(c.Record.ExpiresAt) {
+		s.cache.Remove(key)
+		return false
+	}
+	*dst = c
+	return true
 }
 
 func (s *shard) send(msg any) { s.root.Send(s.pid, msg) }

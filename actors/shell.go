@@ -21,6 +21,9 @@ func (s *shard) newEntry(key string) *keyState {
 		e = new(keyState)
 	}
 	e.key = key
+	if e.waiters == nil && s.spareWaiters != nil {
+		e.waiters, s.spareWaiters = s.spareWaiters, nil
+	}
 	e.noCache = s.clearing[key] > 0
 	e.timer = timerItem{idx: -1, e: e}
 	e.settleTimer = timerItem{idx: -1, kind: timerSettle, e: e}
@@ -101,6 +104,25 @@ func (s *shard) perform(e *keyState, fx *effects) {
 	}
 	for _, r := range fx.drops {
 		r.unref()
+	}
+	for i := range fx.broadcasts {
+		b := &fx.broadcasts[i]
+		settled := b.rep.Kind == Settled
+		for _, r := range b.reqs {
+			handoff.Note(handoff.Reply)
+			select {
+			case r.Reply <- b.rep:
+			default:
+				s.cfg.Logger.Error("idem: reply channel full", "key", r.Key)
+			}
+			if settled {
+				r.unref()
+			}
+		}
+		if cap(b.reqs) <= maxSpareWaiters {
+			clear(b.reqs)
+			s.spareWaiters = b.reqs[:0]
+		}
 	}
 	// Timers after the answers: arming one costs a clock timer's reset,
 	// which an answered caller need not wait for. (A forgotten key's timers

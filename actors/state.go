@@ -121,21 +121,27 @@ type effects struct {
 	timers  []timerEffect
 	stops   []stopEffect
 	answers []answer
-	drops   []*Request // requests the shard holds no more (see pooled)
-	cache   *Cached    // the key's validated terminal result, to keep (in its state)
-	warns   []warning
-	waiters int  // change in the number of parked callers (for Stats)
-	done    bool // the key has no callers left: forget its state
+	// broadcasts answer many callers alike (a key's waiters): the shard
+	// sends rep to each, drops its hold on them if it settles them, and
+	// keeps the slice for another key's waiters.
+	broadcasts []broadcast
+	drops      []*Request // requests the shard holds no more (see pooled)
+	cache      *Cached    // the key's validated terminal result, to keep (in its state)
+	warns      []warning
+	waiters    int  // change in the number of parked callers (for Stats)
+	done       bool // the key has no callers left: forget its state
 }
 
 func (fx *effects) reset() {
 	clear(fx.answers)
+	clear(fx.broadcasts)
 	clear(fx.stops)
 	clear(fx.drops)
 	clear(fx.ops) // their records hold results: keep none alive
 	*fx = effects{
 		ops: fx.ops[:0], timers: fx.timers[:0], stops: fx.stops[:0],
 		answers: fx.answers[:0], drops: fx.drops[:0], warns: fx.warns[:0],
+		broadcasts: fx.broadcasts[:0],
 	}
 }
 
@@ -167,6 +173,12 @@ type stopEffect struct {
 type answer struct {
 	req *Request
 	rep Reply
+}
+
+// broadcast is one reply to many callers.
+type broadcast struct {
+	reqs []*Request
+	rep  Reply
 }
 
 // warning is a line for the runtime's logger.

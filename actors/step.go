@@ -25,6 +25,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/idemrt/idem/store"
@@ -273,7 +274,7 @@ func (m *mover) granted(candidate *Request, o *store.Op, sent time.Time) {
 	k.ttl = candidate.TTL
 	k.fp = candidate.Fingerprint
 	m.filter()
-	m.answer(candidate, Reply{Kind: Grant, Token: k.token, Attempt: k.grants,
+	m.answer(candidate, Reply{Kind: Grant, Token: k.token, Attempt: uint16(min(k.grants, math.MaxUint16)),
 		Takeover: o.Result.Takeover, LeaseLeft: k.lease})
 	candidate.where = owning
 	if candidate.NoRenew {
@@ -763,14 +764,22 @@ func (m *mover) dropWaiter(r *Request) {
 }
 
 // answerWaiters gives every waiter the same answer.
+// The waiters go to the shard as one broadcast, in their own slice: a
+// storm's thousand answers are sent without first being copied into a
+// thousand effects, so the first waiter is answered as soon as the shard
+// starts.
 func (m *mover) answerWaiters(rep Reply) {
 	k := m.k
-	for _, w := range k.waiters {
-		m.answer(w, rep)
+	if len(k.waiters) == 0 {
+		return
 	}
+	for _, w := range k.waiters {
+		w.where = nowhere // every waiter is parked, and was marked waited
+	}
+	rep.Waited = true
+	m.fx.broadcasts = append(m.fx.broadcasts, broadcast{reqs: k.waiters, rep: rep})
 	m.fx.waiters -= len(k.waiters)
-	clear(k.waiters)
-	k.waiters = k.waiters[:0]
+	k.waiters = nil
 }
 
 // filter answers, and removes, the waiters that cannot wait for the
