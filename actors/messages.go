@@ -137,8 +137,8 @@ type Reply struct {
 	Waited    bool   // the request was parked before this reply
 	Attempt   uint16 // Grant; at most 65535 (it stops counting there)
 	Token     store.Token
-	Result    *Cached // Settled
-	Err       error   // a failure's cause
+	Result    *Cached       // Settled
+	Err       error         // a failure's cause
 	LeaseLeft time.Duration // FailConflict; Grant: the lease granted
 }
 
