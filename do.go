@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 
@@ -210,6 +211,10 @@ func newRequest(key string, c *callOptions) *actors.Request {
 	r.Lease, r.TTL, r.Settle = c.lease, c.ttl, c.settle
 	if c.failFast {
 		r.Settle = 0 // the shard's "do not wait"
+	} else if c.settle >= store.MaxDuration {
+		// The longest settle time there is (100 years) arms no timer: the
+		// caller waits as long as its context lets it.
+		r.Settle = math.MaxInt64
 	}
 	r.NoRenew = c.noRenew
 	return r
