@@ -221,6 +221,11 @@ func (s *shard) handle(o *op) {
 	if s.entries[e.key] != e {
 		return // the key's state went away (shutdown) while the op was out
 	}
+	// The op no longer holds the key's state: if this answer settles the
+	// key, its state is reused at once (the op itself stays readable until
+	// the step is done, and is freed after).
+	e.ops--
+	o.e = nil
 	ev := event{op: &o.Op, sent: o.sent}
 	switch o.Kind {
 	case store.OpClaim:
