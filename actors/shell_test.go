@@ -5,6 +5,7 @@ package actors
 // tested in step_test.go.
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -80,5 +81,30 @@ func TestDrainInlineGoesOnAfterAPanic(t *testing.T) {
 	h.s.drainInline()
 	if rep := h.reply(r); rep.Kind != Grant {
 		t.Fatalf("reply = %s, want a Grant", fmtReply(rep))
+	}
+}
+
+// Forget is refused while the key has callers in flight here (its state
+// would outlive the deleted record), and goes to the store otherwise,
+// dropping the key from the LRU first.
+func TestForgetRefusedWhileTheKeyIsInFlight(t *testing.T) {
+	h := newHarness(t, withCache)
+	h.runToCache("done")
+	r := h.ask("busy") // its claim is out
+	busy := &forget{key: "busy", reply: make(chan error, 1)}
+	h.s.onForget(busy)
+	if err := <-busy.reply; !errors.Is(err, store.ErrInProgress) {
+		t.Fatalf("Forget of a key in flight = %v, want ErrInProgress", err)
+	}
+	h.grant(r)
+	done := &forget{key: "done", reply: make(chan error, 1)}
+	h.s.onForget(done)
+	if h.s.lookup("done", h.clk.Now()) != nil {
+		t.Fatal("the forgotten key is still cached")
+	}
+	h.op(store.OpForget)
+	h.run()
+	if err := <-done.reply; err != nil {
+		t.Fatalf("Forget = %v", err)
 	}
 }
