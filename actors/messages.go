@@ -43,6 +43,7 @@ type Request struct {
 	deadline time.Time // end of the settle time, once the caller waits
 	waited   bool      // the request was parked at some point
 	expired  bool      // an owner whose unrenewed lease ended: the shard let go of it
+	quiet    bool      // an owner storing its result itself asked for no more renewals (Set.Quiet)
 }
 
 // forever is a Settle that never runs out by itself.
@@ -203,6 +204,9 @@ func (c *Cached) one(ownCodec bool) Cached {
 // abandon tells the shard that a caller stopped waiting.
 type abandon struct{ req *Request }
 
+// quiet tells the shard that an owner stores its result itself (Set.Quiet).
+type quiet struct{ req *Request }
+
 // forget asks the shard to delete a key's record.
 type forget struct {
 	key   string
@@ -239,6 +243,7 @@ type (
 func (*requestMsg) IgnoreDeadLetterLogging() {}
 func (*finishMsg) IgnoreDeadLetterLogging()  {}
 func (*abandon) IgnoreDeadLetterLogging()    {}
+func (*quiet) IgnoreDeadLetterLogging()      {}
 func (*forget) IgnoreDeadLetterLogging()     {}
 func (*batchDone) IgnoreDeadLetterLogging()  {}
 func (*tick) IgnoreDeadLetterLogging()       {}

@@ -174,6 +174,16 @@ func (set *Set) Abandon(r *Request) {
 	r.shard.send(&abandon{req: r})
 }
 
+// Quiet tells the shard of r, the owner of its key, that it is about to
+// store its result itself in a transaction that locks the key's record (a
+// completion that commits with the function's own work): the shard stops
+// renewing its lease, since a renewal would only wait on that lock. The
+// lease then ends when it ends, and the owner's Finish (Stored, or a
+// Transient failure when its transaction did not commit) follows.
+func (set *Set) Quiet(r *Request) {
+	r.shard.send(&quiet{req: r})
+}
+
 // Hit writes into dst the LRU's record of key and reports true, if the LRU
 // holds one that has not expired at now, without an actor hop. It is safe
 // for concurrent use. (dst rather than a result: a caller's goroutine often

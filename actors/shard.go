@@ -229,6 +229,8 @@ func (s *shard) receive(c actor.Context) {
 		s.onFinish((*Finish)(m))
 	case *abandon:
 		s.onAbandon(m.req)
+	case *quiet:
+		s.onQuiet(m.req)
 	case *batchDone:
 		s.onBatch(m)
 	case *tick:

@@ -198,6 +198,12 @@ func (s *shard) onAbandon(r *Request) {
 	s.step(e, event{kind: evLeave, req: r})
 }
 
+func (s *shard) onQuiet(r *Request) {
+	if e := s.entries[r.Key]; e != nil {
+		s.step(e, event{kind: evQuiet, req: r})
+	}
+}
+
 func (s *shard) onFinish(f *Finish) {
 	e := s.entries[f.Req.Key]
 	if e == nil {

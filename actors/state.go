@@ -88,6 +88,7 @@ const (
 	evArrive    eventKind = iota + 1 // a caller asks for the key (req)
 	evLeave                          // a caller stopped waiting (req)
 	evFinish                         // the owner's function ended (fin)
+	evQuiet                          // the owner stores its result itself: no more renewals (req)
 	evClaimed                        // a Claim came back (op)
 	evCompleted                      // a Complete came back (op)
 	evReleased                       // a Release came back (op)
@@ -105,7 +106,7 @@ type event struct {
 	kind    eventKind
 	now     time.Time
 	closing bool
-	req     *Request  // evArrive, evLeave
+	req     *Request  // evArrive, evLeave, evQuiet
 	fin     *Finish   // evFinish
 	op      *store.Op // evClaimed, evCompleted, evReleased, evRenewed
 	sent    time.Time // the op's: when the shard sent it

@@ -48,6 +48,8 @@ func (k *keyState) step(cfg *stepConfig, ev event, fx *effects) {
 		m.leave(ev.req)
 	case evFinish:
 		m.finish(ev.fin)
+	case evQuiet:
+		m.quiet(ev.req)
 	case evClaimed:
 		m.claimed(ev.op, ev.sent)
 	case evCompleted:
@@ -388,6 +390,20 @@ func (m *mover) wake() {
 	}
 }
 
+// quiet stops renewing the lease of an owner about to store its result
+// itself in a transaction that locks the key's record (Set.Quiet): a
+// renewal would wait on that lock, and the owner's Finish comes once the
+// transaction is over. An owner under a hard lease keeps its lease-end
+// timer.
+func (m *mover) quiet(r *Request) {
+	k := m.k
+	if k.owner != r || k.phase != phRunning || r.NoRenew || r.quiet {
+		return
+	}
+	r.quiet = true
+	m.disarm()
+}
+
 // finish handles the owner's Finish.
 func (m *mover) finish(f *Finish) {
 	k := m.k
@@ -565,8 +581,8 @@ func (m *mover) retryLater() {
 // renewed handles the store's answer to a Renew sent at sent.
 func (m *mover) renewed(o *store.Op, sent time.Time) {
 	k := m.k
-	if k.phase != phRunning || o.Token != k.token || k.owner.NoRenew {
-		return // an answer for an earlier owner, or for a run already over
+	if k.phase != phRunning || o.Token != k.token || k.owner.NoRenew || k.owner.quiet {
+		return // an answer for an earlier owner, for a run already over, or one storing its result
 	}
 	switch {
 	case o.Err == nil:
@@ -594,7 +610,7 @@ func (m *mover) timerDue(kind timerKind) {
 	k := m.k
 	switch kind {
 	case timerRenew:
-		if k.phase == phRunning {
+		if k.phase == phRunning && !k.owner.quiet {
 			m.send(opEffect{kind: store.OpRenew, token: k.token, lease: k.lease})
 		}
 	case timerReclaim:

@@ -618,6 +618,44 @@ func TestRenewAnswers(t *testing.T) {
 		}
 		w.wantPhase(phRunning)
 	})
+	t.Run("an owner storing its result itself is renewed no more", func(t *testing.T) {
+		w, owner := running(t)
+		waiter := w.arrive(req())
+		w.step(event{kind: evTimer, timer: timerRenew}) // one renewal out
+		w.step(event{kind: evQuiet, req: owner})
+		if len(w.fx.timers) != 1 || !w.fx.timers[0].at.IsZero() {
+			t.Fatalf("quiet set timers %v, want the renewal timer cancelled", w.fx.timers)
+		}
+		// The renewal out comes back lost (the transaction held the row,
+		// then committed): the owner's Finish decides, not the renewal.
+		w.answer(store.OpRenew, store.ClaimResult{}, store.ErrLeaseLost)
+		if w.stops[owner] != nil {
+			t.Fatal("a renewal's answer stopped an owner that is storing its result")
+		}
+		w.wantPhase(phRunning)
+		w.step(event{kind: evTimer, timer: timerRenew}) // a stale timer fires
+		w.wantOps()
+		f := &Finish{Req: owner, Kind: Success, Value: "v", Stored: true}
+		f.Own = Cached{Record: w.stored().Record, Value: "v"}
+		f.Result = &f.Own
+		w.step(event{kind: evFinish, fin: f})
+		w.wantReply(waiter, Settled)
+		w.wantDone()
+	})
+	t.Run("quiet from another request or under a hard lease changes nothing", func(t *testing.T) {
+		w, _ := running(t)
+		w.step(event{kind: evQuiet, req: req()})
+		w.step(event{kind: evTimer, timer: timerRenew})
+		w.wantOps(store.OpRenew)
+
+		w2 := newWorld(t)
+		hard := w2.arrive(req(func(r *Request) { r.NoRenew = true }))
+		w2.granted()
+		w2.step(event{kind: evQuiet, req: hard})
+		if hard.quiet || len(w2.fx.timers) != 0 {
+			t.Fatalf("a hard lease's owner was quieted (timers %v)", w2.fx.timers)
+		}
+	})
 	t.Run("an earlier owner's answer changes nothing", func(t *testing.T) {
 		w, owner := running(t)
 		w.step(event{kind: evTimer, timer: timerRenew})
