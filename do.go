@@ -174,7 +174,7 @@ func own[T any](ctx context.Context, rt *Runtime, req *actors.Request, grant *ac
 	// The owner lives on the heap: a goroutine may run fn.
 	o := &owner[T]{rt: rt, req: req, fn: fn,
 		claim: claim{token: grant.Token, attempt: int(grant.Attempt), takeover: grant.Takeover},
-		fp:    c.fp, codec: c.codec, classifier: c.classifier, waits: c.ownerWaits}
+		fp:    c.fp, codec: c.codec, classifier: c.classifier, waits: c.ownerWaits, completer: c.completer}
 	v, out, err := o.execute(ctx, st)
 	if o.answered {
 		req.Release()

@@ -2,6 +2,7 @@ package idem
 
 import (
 	"fmt"
+	"github.com/idemrt/idem/internal/ownerhook"
 	"log/slog"
 	"runtime"
 	"time"
@@ -191,6 +192,7 @@ type callOptions struct {
 	classifier         func(error) bool
 	ownerWaits         bool
 	noRenew            bool
+	completer          ownerhook.Completer // the owner stores its result with it (package pgtx)
 	err                error
 }
 

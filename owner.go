@@ -13,6 +13,7 @@ import (
 
 	"github.com/idemrt/idem/actors"
 	"github.com/idemrt/idem/internal/handoff"
+	"github.com/idemrt/idem/internal/ownerhook"
 	"github.com/idemrt/idem/store"
 )
 
@@ -27,9 +28,10 @@ type owner[T any] struct {
 	fp         []byte
 	codec      Codec
 	classifier func(error) bool
-	waits      bool // WithOwnerWaits
-	apart      bool // fn runs on a goroutine of its own
-	answered   bool // the shard answered the Finish: the caller may release req
+	completer  ownerhook.Completer // stores the result in place of the store (package pgtx)
+	waits      bool                // WithOwnerWaits
+	apart      bool                // fn runs on a goroutine of its own
+	answered   bool                // the shard answered the Finish: the caller may release req
 	// enc holds the encoded result while an in-process store copies it.
 	enc *encoded
 	// rc is fn's context, kept here so that it costs no allocation of its
@@ -53,6 +55,8 @@ func (o *owner[T]) execute(ctx context.Context, st *callStats) (T, Outcome, erro
 		defer func() { st.run = time.Since(granted) }()
 	}
 	o.rc.init(ctx, o.rt)
+	o.rc.claim = &o.claim
+	o.rc.key = o.req.Key
 	o.req.SetCanceler(&o.rc)
 	if ctx.Done() == nil || o.waits {
 		// Nothing can cancel this caller (or it asked to stay): run fn on
@@ -91,9 +95,15 @@ func (o *owner[T]) run() {
 	returned := false
 	defer func() {
 		o.rc.CancelRun(nil)
-		if returned && o.rt.ownerCompletes && (f.Kind == actors.Success || f.Kind == actors.Permanent) {
-			o.completeHere(f)
-			return
+		if returned && (f.Kind == actors.Success || f.Kind == actors.Permanent) {
+			switch {
+			case o.completer != nil:
+				o.completeBy(f)
+				return
+			case o.rt.ownerCompletes:
+				o.completeHere(f)
+				return
+			}
 		}
 		if !returned {
 			if p := recover(); p != nil {
@@ -160,7 +170,7 @@ func (o *owner[T]) fill(f *actors.Finish, v T, err error) {
 // copiedByStore reports whether the owner completes its key in the store
 // itself, so that fill may encode the value into a reused buffer: a store
 // keeps its own copy of what it is given (see store.Store).
-func (o *owner[T]) copiedByStore() bool { return o.rt.ownerCompletes }
+func (o *owner[T]) copiedByStore() bool { return o.rt.ownerCompletes && o.completer == nil }
 
 // completeHere completes the key in an in-process store and answers the
 // owner itself.

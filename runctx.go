@@ -42,6 +42,10 @@ func (d *detached) Value(key any) any {
 // ask that way). A cancel that came before is applied to it then.
 type runCtx struct {
 	base detached
+	// claim and key describe the run's claim (ClaimFrom); claim lives in
+	// the owner.
+	claim *claim
+	key   string
 
 	ready atomic.Bool // inner is set; read it without the lock
 	mu    sync.Mutex
@@ -113,8 +117,13 @@ func (c *runCtx) pastDeadline() bool {
 }
 
 func (c *runCtx) Value(key any) any {
-	if _, ok := key.(nestedKey); ok {
+	switch key.(type) {
+	case nestedKey:
 		return c.base.rt
+	case claimKey:
+		if c.claim != nil {
+			return Claim{Key: c.key, Fence: c.claim.token.Fence, Attempt: c.claim.attempt, Takeover: c.claim.takeover}
+		}
 	}
 	return c.ctx().Value(key)
 }
