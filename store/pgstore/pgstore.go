@@ -76,6 +76,9 @@ type Store struct {
 	closed   bool
 	listener *listener // nil until the first Subscribe
 	subs     map[string]*subscription
+
+	idMu sync.Mutex
+	id   string // the database's identity, once read (SameDatabase)
 }
 
 var (

@@ -157,7 +157,7 @@ ORDER BY key LIMIT $4`
 
 // queries are the statements of one table.
 type queries struct {
-	claim, finish, renew, get, forget, cleanup, scan string
+	claim, finish, renew, get, getLocked, forget, cleanup, scan string
 }
 
 func buildQueries(table string) queries {
@@ -165,12 +165,14 @@ func buildQueries(table string) queries {
 		"{ins}", prefixed("ins"), "{enl}", prefixed("enl"), "{cur}", prefixed("cur"),
 		"{upd}", prefixed("upd"), "{del}", prefixed("del"), "{r}", prefixed("r"))
 	return queries{
-		claim:   r.Replace(claimSQL),
-		finish:  r.Replace(finishSQL),
-		renew:   r.Replace(renewSQL),
-		get:     r.Replace(getSQL),
-		forget:  r.Replace(forgetSQL),
-		cleanup: r.Replace(cleanupSQL),
-		scan:    r.Replace(scanSQL),
+		claim:  r.Replace(claimSQL),
+		finish: r.Replace(finishSQL),
+		renew:  r.Replace(renewSQL),
+		get:    r.Replace(getSQL),
+		// getLocked waits for a transaction holding the row (CompletedBy).
+		getLocked: r.Replace(getSQL) + " FOR SHARE OF r",
+		forget:    r.Replace(forgetSQL),
+		cleanup:   r.Replace(cleanupSQL),
+		scan:      r.Replace(scanSQL),
 	}
 }
