@@ -1,0 +1,106 @@
+package pgtx_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"go.uber.org/goleak"
+
+	"github.com/idemrt/idem"
+	"github.com/idemrt/idem/internal/idemtest"
+	"github.com/idemrt/idem/internal/pgtest"
+	"github.com/idemrt/idem/store/pgstore"
+)
+
+// The tests share one PostgreSQL server; each test gets a database of its
+// own. Tests that kill, pause or restart the server start their own.
+var shared *pgtest.Server
+
+func TestMain(m *testing.M) {
+	if name := os.Getenv(childEnv); name != "" {
+		os.Exit(childMain(name))
+	}
+	srv, err := pgtest.New(pgtest.Options{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	shared = srv
+	code := m.Run()
+	srv.Close()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+var bg = context.Background()
+
+var seq atomic.Int64
+
+func newPool(t testing.TB, dsn string) *pgxpool.Pool {
+	t.Helper()
+	p, err := pgxpool.New(bg, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	return p
+}
+
+// env is a test's database: the store's pool and store, a pool for the
+// work, and a charges table the functions write to.
+type env struct {
+	dsn   string
+	store *pgstore.Store
+	work  *pgxpool.Pool
+}
+
+func newEnv(t testing.TB, srv *pgtest.Server) *env {
+	t.Helper()
+	dsn := srv.NewDatabase(t)
+	e := &env{dsn: dsn, work: newPool(t, dsn)}
+	e.store = newStore(t, newPool(t, dsn))
+	if _, err := e.work.Exec(bg, `CREATE TABLE charges (id bigserial PRIMARY KEY, key text NOT NULL, run text NOT NULL, amount int NOT NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func newStore(t testing.TB, pool *pgxpool.Pool) *pgstore.Store {
+	t.Helper()
+	st, err := pgstore.New(bg, pool, pgstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	if err := st.Migrate(bg); err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+func (e *env) runtime(t testing.TB, opts idem.Options) *idem.Runtime {
+	opts.Store = e.store
+	return idemtest.Runtime(t, opts)
+}
+
+// rows returns how many charges key has.
+func (e *env) rows(t testing.TB, key string) int {
+	t.Helper()
+	var n int
+	if err := e.work.QueryRow(bg, `SELECT count(*) FROM charges WHERE key = $1`, key).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func runID() string { return fmt.Sprint("run-", seq.Add(1), "-", time.Now().UnixNano()) }

@@ -1,0 +1,188 @@
+package pgtx
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/idemrt/idem"
+	"github.com/idemrt/idem/internal/ownerhook"
+	"github.com/idemrt/idem/store"
+	"github.com/idemrt/idem/store/pgstore"
+)
+
+// Do runs fn once for key, as [idem.Do] does, with fn's work and the key's
+// result committed in one transaction on pool: fn gets the transaction, and
+// the key's record is completed in it as its last statement before COMMIT
+// (see the package documentation for what that guarantees, and how errors
+// are handled). fn must not commit or roll back tx itself.
+//
+// pool must reach the runtime's store's database, but should not be the
+// pool the store uses: fn's transaction holds a connection for as long as
+// fn runs, and would starve the store's renewals and claims.
+//
+// Do takes the options idem.Do takes. A call that finds the key completed
+// replays its result without running fn or opening a transaction.
+func Do[T any](ctx context.Context, rt *idem.Runtime, pool *pgxpool.Pool, key string,
+	fn func(ctx context.Context, tx pgx.Tx) (T, error), opts ...idem.CallOption) (T, error) {
+	var zero T
+	if pool == nil {
+		return zero, fmt.Errorf("%w: pgtx.Do with a nil pool", idem.ErrInvalidArgument)
+	}
+	if fn == nil {
+		return zero, fmt.Errorf("%w: pgtx.Do with a nil function", idem.ErrInvalidArgument)
+	}
+	st, err := storeOf(rt)
+	if err != nil {
+		return zero, err
+	}
+	if err := checked(ctx, st, pool.Config().ConnConfig, pool); err != nil {
+		return zero, err
+	}
+	r := &run{st: st, key: key}
+	return idem.Do(ctx, rt, key, func(ctx context.Context) (T, error) {
+		tx, err := pool.Begin(ctx)
+		if err != nil {
+			return zero, fmt.Errorf("pgtx: begin a transaction for %q: %w", key, err)
+		}
+		v, keep, err := inTx(ctx, tx, fn)
+		if keep {
+			r.tx, r.keptErr = tx, err != nil
+		}
+		return v, err
+	}, withCompleter(opts, r)...)
+}
+
+// inTx runs fn in tx and reports whether tx is to be kept for the
+// completion: after a value, or an error marked by KeepWork. Otherwise (an
+// error, a panic, runtime.Goexit) tx has been rolled back.
+func inTx[T any](ctx context.Context, tx pgx.Tx, fn func(context.Context, pgx.Tx) (T, error)) (v T, keep bool, err error) {
+	returned := false
+	defer func() {
+		if !returned || !keep {
+			rollback(ctx, tx)
+		}
+	}()
+	v, err = fn(ctx, tx)
+	returned = true
+	var kw *keptError
+	keep = err == nil || errors.As(err, &kw)
+	return v, keep, err
+}
+
+// rollback rolls tx back, even once ctx has ended. Its error is of no use:
+// a transaction that cannot be rolled back ends with its connection.
+func rollback(ctx context.Context, tx pgx.Tx) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	_ = tx.Rollback(ctx)
+}
+
+// withCompleter returns opts with the option that has r store the owner's
+// result.
+func withCompleter(opts []idem.CallOption, c ownerhook.Completer) []idem.CallOption {
+	out := make([]idem.CallOption, 0, len(opts)+1)
+	out = append(out, opts...)
+	return append(out, ownerhook.Option(c).(idem.CallOption))
+}
+
+// run is one call of Do: the transaction fn ran in, for the completion.
+type run struct {
+	st  *pgstore.Store
+	key string
+	tx  pgx.Tx // nil when fn's work was rolled back
+	// keptErr: fn returned an error marked by KeepWork, to commit with its
+	// work.
+	keptErr bool
+}
+
+// Complete implements ownerhook.Completer: the record is completed in fn's
+// transaction, which then commits.
+func (r *run) Complete(tok store.Token, rec store.Record, ttl, hold time.Duration) (store.Record, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*hold+5*time.Second)
+	defer cancel()
+	tx := r.tx
+	if tx == nil || rec.Failed && !r.keptErr {
+		// fn's work is not kept (a permanent error, or a value its codec
+		// could not encode): the error is stored alone.
+		if tx != nil {
+			rollback(ctx, tx)
+		}
+		return r.st.Complete(ctx, r.key, tok, rec, ttl)
+	}
+	stored, err := r.st.CompleteIn(ctx, tx, r.key, tok, rec, ttl, hold)
+	if err != nil {
+		rollback(ctx, tx)
+		return store.Record{}, err
+	}
+	if afterStatement != nil {
+		afterStatement()
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return settle(ctx, r.st, r.key, tok, stored, err)
+	}
+	return stored, nil
+}
+
+// settle decides what a transaction whose COMMIT failed came to: a COMMIT
+// the server refused rolled back; one whose reply was lost is read back.
+func settle(ctx context.Context, st *pgstore.Store, key string, tok store.Token, stored store.Record, commitErr error) (store.Record, error) {
+	if errors.Is(commitErr, pgx.ErrTxCommitRollback) {
+		return store.Record{}, fmt.Errorf("pgtx: %q: the transaction rolled back at COMMIT: %w", key, commitErr)
+	}
+	rec, err := st.CompletedBy(ctx, key, tok)
+	switch {
+	case err == nil:
+		return rec, nil
+	case errors.Is(err, store.ErrNotFound):
+		return store.Record{}, fmt.Errorf("pgtx: %q: COMMIT failed and nothing committed: %w", key, commitErr)
+	default:
+		return store.Record{}, fmt.Errorf("pgtx: %q: %w: COMMIT failed (%v) and reading the record back failed too (%v)",
+			key, idem.ErrStoreUnavailable, commitErr, err)
+	}
+}
+
+// afterStatement, when set (by tests), runs between the completion
+// statement and COMMIT.
+var afterStatement func()
+
+// storeOf returns the runtime's store, which must be a *pgstore.Store.
+func storeOf(rt *idem.Runtime) (*pgstore.Store, error) {
+	if rt == nil {
+		return nil, fmt.Errorf("%w: pgtx on a nil *idem.Runtime", idem.ErrInvalidArgument)
+	}
+	s := ownerhook.StoreOf(rt)
+	st, ok := s.(*pgstore.Store)
+	if !ok {
+		return nil, fmt.Errorf("%w: pgtx needs a runtime on a *pgstore.Store; this one's store is %T", idem.ErrInvalidArgument, s)
+	}
+	return st, nil
+}
+
+// sameDB remembers the pools and connections found to reach their store's
+// database, by store and address: the check costs a round trip.
+var sameDB sync.Map // sameKey → struct{}
+
+type sameKey struct {
+	st   *pgstore.Store
+	addr string
+}
+
+// checked checks once per store and address that db reaches st's
+// database.
+func checked(ctx context.Context, st *pgstore.Store, cfg *pgx.ConnConfig, db pgstore.Querier) error {
+	k := sameKey{st: st, addr: fmt.Sprintf("%s|%d|%s|%s", cfg.Host, cfg.Port, cfg.Database, cfg.User)}
+	if _, ok := sameDB.Load(k); ok {
+		return nil
+	}
+	if err := st.SameDatabase(ctx, db); err != nil {
+		return fmt.Errorf("pgtx: %w", err)
+	}
+	sameDB.Store(k, struct{}{})
+	return nil
+}
