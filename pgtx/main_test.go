@@ -104,3 +104,19 @@ func (e *env) rows(t testing.TB, key string) int {
 }
 
 func runID() string { return fmt.Sprint("run-", seq.Add(1), "-", time.Now().UnixNano()) }
+
+// exampleDatabase returns a new database on the tests' server, with the
+// tables the examples use, for an example to run against.
+func exampleDatabase() string {
+	ctx := context.Background()
+	name := fmt.Sprint("example_", seq.Add(1))
+	if err := shared.Exec(ctx, "postgres", "CREATE DATABASE "+name); err != nil {
+		panic(err)
+	}
+	if err := shared.Exec(ctx, name, `CREATE TABLE charges (id bigserial PRIMARY KEY, key text NOT NULL, run text NOT NULL, amount int NOT NULL);
+		CREATE TABLE accounts (id text PRIMARY KEY, cents bigint NOT NULL);
+		INSERT INTO accounts VALUES ('alice', 10000), ('bob', 0)`); err != nil {
+		panic(err)
+	}
+	return shared.DSN(name)
+}
