@@ -435,3 +435,48 @@ func TestJoinReplays(t *testing.T) {
 }
 
 var _ = store.ErrLeaseLost
+
+// While a Join's completion waits for the caller's commit, the key's row is
+// locked: another instance's claim of it answers in progress and waits for
+// the commit's wake-up, and its other keys go on meanwhile.
+func TestHeldRowDelaysOnlyItsKey(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, shared)
+	a := e.runtime(t, idem.Options{})
+	b := idemtest.Runtime(t, idem.Options{Store: newStore(t, newPool(t, e.dsn))})
+	tx, err := e.work.Begin(bg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(bg)
+	p, err := pgtx.Join(bg, a, tx, "k", charge("k", runID()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dup := make(chan error, 1)
+	var got int64
+	go func() {
+		var err error
+		got, err = idem.Do(bg, b, "k", notRun[int64](t))
+		dup <- err
+	}()
+	// The other instance's other keys are served while "k" is held.
+	for i := range 5 {
+		key := "other-" + string(rune('a'+i))
+		if _, err := idem.Do(bg, b, key, func(context.Context) (int, error) { return i, nil }); err != nil {
+			t.Fatalf("%s while k is held: %v", key, err)
+		}
+	}
+	select {
+	case err := <-dup:
+		t.Fatalf("the duplicate returned (%v) before the commit", err)
+	default:
+	}
+	id, err := p.Settle(tx.Commit(bg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := idemtest.Recv(t, dup); err != nil || got != id {
+		t.Fatalf("duplicate on the other instance = %d, %v, want %d", got, err, id)
+	}
+}

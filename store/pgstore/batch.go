@@ -190,6 +190,16 @@ func (s *Store) exec(ctx context.Context, calls []*call) {
 				}
 				return
 			}
+			if lockTimedOut(err) && pending[0].op.Kind == store.OpClaim {
+				// Another transaction holds the key's row: a completion
+				// waiting for its commit, most likely. The key is in
+				// progress as far as this claim can tell; its waiters
+				// wait for the wake-up the commit sends.
+				c := pending[0]
+				c.op.Result = store.ClaimResult{Status: store.InProgress, LeaseLeft: s.lockWait}
+				c.op.Err = nil
+				return
+			}
 			if !transient(err) {
 				fail(pending, err)
 				return
@@ -279,12 +289,18 @@ func (s *Store) send(ctx context.Context, calls []*call) error {
 	}
 	defer conn.Release()
 	b := &pgx.Batch{}
+	// For the batch's transaction only: a row held by another transaction
+	// (see Options.LockTimeout) stops a statement after that long.
+	b.Queue(`SELECT set_config('lock_timeout', $1, true)`, s.lockTimeout)
 	for _, c := range calls {
 		b.Queue(c.sql, c.args...)
 	}
 	br := conn.SendBatch(ctx, b)
-	var first error
+	_, first := br.Exec()
 	for _, c := range calls {
+		if first != nil {
+			break
+		}
 		c.w, c.s, c.scanErr = nil, nil, nil
 		rows, err := br.Query()
 		if err != nil {

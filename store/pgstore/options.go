@@ -30,6 +30,16 @@ type Options struct {
 	// CleanupBatch is how many rows one DELETE of a cleanup removes at
 	// most. Default: 1000.
 	CleanupBatch int
+	// LockTimeout bounds how long one of the store's statements waits for
+	// a key's row that another transaction holds: chiefly a completion
+	// made inside the caller's own transaction (package pgtx), which
+	// holds the row from its completion statement to its COMMIT. Past it,
+	// a claim of that key answers that the key is in progress (its waiters
+	// wait for the commit's wake-up), and the key's other operations fail
+	// as a transient error, sent again; the batch's other keys are sent
+	// again without it. So a held row delays its own key, and its batch by
+	// LockTimeout at most. Default: 500ms.
+	LockTimeout time.Duration
 	// DisableCleanup turns the background loop off: call Cleanup yourself
 	// (from one instance, or a scheduled job), or rows that have ended
 	// stay in the table. Default: false.
@@ -42,6 +52,7 @@ const (
 	defaultCleanupInterval = time.Minute
 	defaultCleanupBatch    = 1000
 	defaultNewTimeout      = 10 * time.Second
+	defaultLockTimeout     = 500 * time.Millisecond
 )
 
 func (o Options) validate() error {
@@ -50,6 +61,8 @@ func (o Options) validate() error {
 		return fmt.Errorf("%w: pgstore: Timeout %v must not be negative", store.ErrInvalidArgument, o.Timeout)
 	case o.CleanupInterval < 0:
 		return fmt.Errorf("%w: pgstore: CleanupInterval %v must not be negative", store.ErrInvalidArgument, o.CleanupInterval)
+	case o.LockTimeout < 0:
+		return fmt.Errorf("%w: pgstore: LockTimeout %v must not be negative", store.ErrInvalidArgument, o.LockTimeout)
 	case o.CleanupBatch < 0:
 		return fmt.Errorf("%w: pgstore: CleanupBatch %d must not be negative", store.ErrInvalidArgument, o.CleanupBatch)
 	}

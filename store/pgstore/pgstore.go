@@ -67,6 +67,10 @@ type Store struct {
 	names   names
 	q       queries
 	timeout time.Duration
+	// lockTimeout is set for every batch's transaction (Options.LockTimeout),
+	// as set_config's text.
+	lockTimeout string
+	lockWait    time.Duration
 
 	cleanupBatch int
 	stopCleanup  context.CancelFunc
@@ -112,6 +116,11 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store, error) 
 	if s.cleanupBatch == 0 {
 		s.cleanupBatch = defaultCleanupBatch
 	}
+	s.lockWait = opts.LockTimeout
+	if s.lockWait == 0 {
+		s.lockWait = defaultLockTimeout
+	}
+	s.lockTimeout = fmt.Sprintf("%dms", max(1, s.lockWait.Milliseconds()))
 	if _, ok := ctx.Deadline(); !ok {
 		wait := opts.Timeout
 		if wait == 0 {

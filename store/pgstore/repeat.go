@@ -66,6 +66,13 @@ func transient(err error) bool {
 	return pgErr.Code == "55P03"
 }
 
+// lockTimedOut reports whether the server refused a batch because a
+// statement waited longer than lock_timeout for a row.
+func lockTimedOut(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "55P03"
+}
+
 // repeatable reports whether op, first sent age ago, may be sent again
 // after a reply of it was lost, though a copy may have run:
 //
