@@ -1,6 +1,8 @@
 // Package pgstore is a [store.Store] on PostgreSQL, through a
 // github.com/jackc/pgx/v5 connection pool the caller owns: idempotency
-// records kept in one table beside the data they protect.
+// records kept in one table of the caller's database. Package pgtx commits a
+// function's own work in that database with its record, in one transaction,
+// through Store.CompleteIn.
 //
 // Each transition is one SQL statement whose conditions (state, owner,
 // fence, lease end, record end) sit in its WHERE clause, with every time
