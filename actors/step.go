@@ -381,14 +381,27 @@ func (m *mover) restart() {
 }
 
 // wake handles a store wake-up: a key held elsewhere is claimed again at
-// once; while a claim is out, it is asked again if it finds a holder.
+// once; while a claim is out, it is asked again if it finds a holder; a
+// Complete or Release waiting for its retry is sent at once.
 func (m *mover) wake() {
-	switch m.k.phase {
+	k := m.k
+	switch k.phase {
 	case phRemote:
-		m.k.backoff = 0
+		k.backoff = 0
 		m.restart()
 	case phClaiming:
-		m.k.woken = true
+		k.woken = true
+	case phFinishing, phReleasing:
+		if k.retryArmed {
+			// The store can be reached (a wake-up came through it, or its
+			// connection came back after an outage): offer the result
+			// now, not at the end of a backoff of up to a second. After
+			// an outage longer than the lease, other instances re-claim
+			// the key on the same signal, and may take it over.
+			k.backoff = 0
+			m.disarm()
+			m.resend()
+		}
 	}
 }
 
@@ -576,6 +589,7 @@ func (m *mover) released(o *store.Op) {
 // backoff.
 func (m *mover) retryLater() {
 	k := m.k
+	k.retryArmed = true
 	k.backoff = min(max(2*k.backoff, 10*time.Millisecond), time.Second)
 	m.arm(timerRetry, m.now.Add(k.backoff))
 }
@@ -651,12 +665,19 @@ func (m *mover) timerDue(kind timerKind) {
 			m.fx.stops = append(m.fx.stops, stopEffect{req: k.owner, cause: store.ErrLeaseLost})
 		}
 	case timerRetry:
-		switch k.phase {
-		case phFinishing:
-			m.complete()
-		case phReleasing:
-			m.send(opEffect{kind: store.OpRelease, token: k.token})
-		}
+		m.resend()
+	}
+}
+
+// resend sends the key's Complete or Release again, now.
+func (m *mover) resend() {
+	k := m.k
+	k.retryArmed = false
+	switch k.phase {
+	case phFinishing:
+		m.complete()
+	case phReleasing:
+		m.send(opEffect{kind: store.OpRelease, token: k.token})
 	}
 }
 

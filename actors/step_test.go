@@ -442,6 +442,25 @@ func TestCompleteAnswers(t *testing.T) {
 		w.answer(store.OpComplete, store.ClaimResult{}, errors.New("down"))
 		w.wantDone()
 	})
+	t.Run("a wake-up sends a retry at once", func(t *testing.T) {
+		w, owner := running(t)
+		waiter := w.arrive(req())
+		w.finish(owner, Success, nil)
+		w.step(event{kind: evWake}) // the Complete is out: nothing more goes
+		w.wantOps(store.OpComplete)
+		w.answer(store.OpComplete, store.ClaimResult{}, errors.New("down"))
+		w.wantOps() // it waits for its retry timer
+		w.step(event{kind: evWake})
+		if tm := w.fx.timers[0]; !tm.at.IsZero() {
+			t.Fatalf("timer %+v, want the retry timer disarmed", tm)
+		}
+		w.wantOps(store.OpComplete)
+		w.step(event{kind: evWake}) // out again: nothing more goes
+		w.wantOps(store.OpComplete)
+		w.answer(store.OpComplete, w.stored(), nil)
+		w.wantReply(waiter, Settled)
+		w.wantDone()
+	})
 	t.Run("owner stored it itself", func(t *testing.T) {
 		w, owner := running(t)
 		waiter := w.arrive(req())
