@@ -331,3 +331,42 @@ func TestRenewalHangsPastTheLease(t *testing.T) {
 		t.Fatalf("fn ran %d times, want once", n)
 	}
 }
+
+// An fn that stops when its context says the lease may have ended returns
+// no result: nothing is stored, its owner gets the error (which says
+// ErrLeaseLost), a caller waiting for it gets ErrStoreUnavailable while the
+// store is away, and the next call once the store is back runs fn again.
+func TestOutageStopsAnObedientFunction(t *testing.T) {
+	const lease = 3 * time.Second
+	clk := idemtest.FakeClock()
+	ds := newDownStore(memStore(clk))
+	rt := idemtest.Runtime(t, idem.Options{Store: ds, Clock: clk,
+		Policy: idem.Policy{Lease: lease, TTL: time.Hour, Settle: time.Hour}})
+	var runs atomic.Int32
+	started := make(chan struct{}, 1)
+	owner := idemtest.GoDo(bg, rt, "k", func(ctx context.Context) (string, error) {
+		runs.Add(1)
+		started <- struct{}{}
+		<-ctx.Done()
+		return "", ctx.Err()
+	})
+	idemtest.Recv(t, started)
+	idemtest.Eventually(t, "the first renewal armed", func() bool { return clk.Timers() == 1 })
+	ds.setDown(true)
+	waiter := idemtest.GoDo(bg, rt, "k", idemtest.MustNotRun(t))
+	waitersAre(t, rt, 1)
+	stepUntilAnswered(t, clk, 100*time.Millisecond, owner)
+	if r := idemtest.Recv(t, owner); !errors.Is(r.Err, idem.ErrLeaseLost) || !errors.Is(r.Err, context.Canceled) {
+		t.Fatalf("owner: %+v, want its context's error, saying ErrLeaseLost", r)
+	}
+	if r := idemtest.Recv(t, waiter); !errors.Is(r.Err, idem.ErrStoreUnavailable) {
+		t.Fatalf("waiter: %+v, want ErrStoreUnavailable", r)
+	}
+	ds.setDown(false)
+	if v, out, err := doOutcome(rt, "k", idemtest.Value("B")); err != nil || v != "B" || out != idem.Executed {
+		t.Fatalf("once the store is back: %q %v %v, want a new run", v, out, err)
+	}
+	if n := runs.Load(); n != 1 {
+		t.Fatalf("the obedient fn ran %d times, want once", n)
+	}
+}
