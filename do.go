@@ -262,6 +262,14 @@ func (rt *Runtime) wait(ctx context.Context, req *actors.Request, leave bool) (a
 		}
 		return actors.Reply{}, ctx.Err()
 	case <-stopped:
+		// An owner that stored its result itself put the answer in Reply
+		// and may find the shards stopped meanwhile (Close waited for its
+		// Finish only): both cases are ready, and select picks either.
+		select {
+		case rep := <-req.Reply:
+			return rep, nil
+		default:
+		}
 		return actors.Reply{}, keyErr(req.Key, ErrClosed)
 	}
 }

@@ -71,6 +71,9 @@ type keyState struct {
 	result     Cached
 	finishedAt time.Time
 	ownerReply Reply // the owner's answer once its Release is done
+	// retryArmed: the Complete or Release failed and waits for its retry
+	// timer (none is out).
+	retryArmed bool
 
 	// The key's two timers, kept by the shard in its heap: the phase's
 	// timer (renewal, re-claim, retry or lease end) and the earliest settle

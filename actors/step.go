@@ -18,8 +18,10 @@ package actors
 //   - Release: done or lease lost → the next waiter claims; a retryable
 //     failure → retried while the lease lasts.
 //   - Renew: renewed → next renewal a third of the lease later; lease lost
-//     → the owner's run is stopped and its result refused; a failure →
-//     retried, and the run is stopped once the lease may have ended.
+//     → the owner's run is stopped and its result refused; a failure, or
+//     no answer yet when the lease ends by the local clock → retried, and
+//     the run is stopped once the lease may have ended, its result still
+//     offered.
 
 import (
 	"bytes"
@@ -379,14 +381,27 @@ func (m *mover) restart() {
 }
 
 // wake handles a store wake-up: a key held elsewhere is claimed again at
-// once; while a claim is out, it is asked again if it finds a holder.
+// once; while a claim is out, it is asked again if it finds a holder; a
+// Complete or Release waiting for its retry is sent at once.
 func (m *mover) wake() {
-	switch m.k.phase {
+	k := m.k
+	switch k.phase {
 	case phRemote:
-		m.k.backoff = 0
+		k.backoff = 0
 		m.restart()
 	case phClaiming:
-		m.k.woken = true
+		k.woken = true
+	case phFinishing, phReleasing:
+		if k.retryArmed {
+			// The store can be reached (a wake-up came through it, or its
+			// connection came back after an outage): offer the result
+			// now, not at the end of a backoff of up to a second. After
+			// an outage longer than the lease, other instances re-claim
+			// the key on the same signal, and may take it over.
+			k.backoff = 0
+			m.disarm()
+			m.resend()
+		}
 	}
 }
 
@@ -574,6 +589,7 @@ func (m *mover) released(o *store.Op) {
 // backoff.
 func (m *mover) retryLater() {
 	k := m.k
+	k.retryArmed = true
 	k.backoff = min(max(2*k.backoff, 10*time.Millisecond), time.Second)
 	m.arm(timerRetry, m.now.Add(k.backoff))
 }
@@ -595,14 +611,27 @@ func (m *mover) renewed(o *store.Op, sent time.Time) {
 		m.fx.stops = append(m.fx.stops, stopEffect{req: k.owner, cause: store.ErrLeaseLost})
 	default:
 		m.warnStore("renew", o.Err)
-		if !m.now.Before(k.leaseAt.Add(k.lease)) {
+		end := k.leaseAt.Add(k.lease)
+		if !m.now.Before(end) {
 			// The lease may have run out and the key be taken over: tell fn
 			// to stop. Its result is still offered; the store refuses it if
 			// the key was taken.
 			m.fx.stops = append(m.fx.stops, stopEffect{req: k.owner, cause: store.ErrLeaseLost})
+			m.arm(timerRenew, m.now.Add(k.lease/3))
+			return
 		}
-		m.arm(timerRenew, m.now.Add(k.lease/3))
+		// Try again a third of a lease later, or at the lease's end if
+		// that comes first: fn is told to stop then if the store still
+		// fails (see timerLeaseEnd).
+		m.arm(timerRenew, minTime(m.now.Add(k.lease/3), end))
 	}
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }
 
 // timerDue handles the key's phase timer.
@@ -612,22 +641,43 @@ func (m *mover) timerDue(kind timerKind) {
 	case timerRenew:
 		if k.phase == phRunning && !k.owner.quiet {
 			m.send(opEffect{kind: store.OpRenew, token: k.token, lease: k.lease})
+			// Until the renewal's answer comes, the phase timer watches
+			// the end of the lease: a store that does not answer (a
+			// paused server, a partition) must not keep fn running past
+			// it unaware.
+			m.arm(timerLeaseEnd, k.leaseAt.Add(k.lease))
 		}
 	case timerReclaim:
 		if k.phase == phRemote {
 			m.restart()
 		}
 	case timerLeaseEnd:
-		if m.leaseEnded() {
+		switch {
+		case m.leaseEnded():
 			m.letGo()
+		case k.phase == phRunning && !k.owner.NoRenew && !k.owner.quiet && !m.now.Before(k.leaseAt.Add(k.lease)):
+			// A renewal is out, unanswered, and the lease may have ended:
+			// tell fn to stop. The key stays its owner's: a result fn
+			// returns is still offered, and the store refuses it if the
+			// key was taken over. The renewal's answer arms the next one.
+			// (An owner storing its result itself is left alone: its
+			// transaction decides.)
+			m.fx.stops = append(m.fx.stops, stopEffect{req: k.owner, cause: store.ErrLeaseLost})
 		}
 	case timerRetry:
-		switch k.phase {
-		case phFinishing:
-			m.complete()
-		case phReleasing:
-			m.send(opEffect{kind: store.OpRelease, token: k.token})
-		}
+		m.resend()
+	}
+}
+
+// resend sends the key's Complete or Release again, now.
+func (m *mover) resend() {
+	k := m.k
+	k.retryArmed = false
+	switch k.phase {
+	case phFinishing:
+		m.complete()
+	case phReleasing:
+		m.send(opEffect{kind: store.OpRelease, token: k.token})
 	}
 }
 

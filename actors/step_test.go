@@ -442,6 +442,25 @@ func TestCompleteAnswers(t *testing.T) {
 		w.answer(store.OpComplete, store.ClaimResult{}, errors.New("down"))
 		w.wantDone()
 	})
+	t.Run("a wake-up sends a retry at once", func(t *testing.T) {
+		w, owner := running(t)
+		waiter := w.arrive(req())
+		w.finish(owner, Success, nil)
+		w.step(event{kind: evWake}) // the Complete is out: nothing more goes
+		w.wantOps(store.OpComplete)
+		w.answer(store.OpComplete, store.ClaimResult{}, errors.New("down"))
+		w.wantOps() // it waits for its retry timer
+		w.step(event{kind: evWake})
+		if tm := w.fx.timers[0]; !tm.at.IsZero() {
+			t.Fatalf("timer %+v, want the retry timer disarmed", tm)
+		}
+		w.wantOps(store.OpComplete)
+		w.step(event{kind: evWake}) // out again: nothing more goes
+		w.wantOps(store.OpComplete)
+		w.answer(store.OpComplete, w.stored(), nil)
+		w.wantReply(waiter, Settled)
+		w.wantDone()
+	})
 	t.Run("owner stored it itself", func(t *testing.T) {
 		w, owner := running(t)
 		waiter := w.arrive(req())
@@ -635,6 +654,11 @@ func TestRenewAnswers(t *testing.T) {
 		w.wantPhase(phRunning)
 		w.step(event{kind: evTimer, timer: timerRenew}) // a stale timer fires
 		w.wantOps()
+		w.now = w.now.Add(time.Minute)
+		w.step(event{kind: evTimer, timer: timerLeaseEnd}) // and past the lease's end
+		if w.stops[owner] != nil {
+			t.Fatal("the lease's end stopped an owner that is storing its result")
+		}
 		f := &Finish{Req: owner, Kind: Success, Value: "v", Stored: true}
 		f.Own = Cached{Record: w.stored().Record, Value: "v"}
 		f.Result = &f.Own
@@ -654,6 +678,53 @@ func TestRenewAnswers(t *testing.T) {
 		w2.step(event{kind: evQuiet, req: hard})
 		if hard.quiet || len(w2.fx.timers) != 0 {
 			t.Fatalf("a hard lease's owner was quieted (timers %v)", w2.fx.timers)
+		}
+	})
+	t.Run("a failure retries no later than the lease's end", func(t *testing.T) {
+		w, _ := running(t)
+		w.now = w.now.Add(7 * time.Second)
+		w.step(event{kind: evTimer, timer: timerRenew})
+		w.answer(store.OpRenew, store.ClaimResult{}, errors.New("down"))
+		if at := w.fx.timers[len(w.fx.timers)-1].at; !at.Equal(t0.Add(9 * time.Second)) {
+			t.Fatalf("next renewal at %v, want at the lease's end (9s)", at.Sub(t0))
+		}
+	})
+	t.Run("no answer by the lease's end stops the run, and its result is still offered", func(t *testing.T) {
+		w, owner := running(t)
+		waiter := w.arrive(req())
+		w.now = w.now.Add(3 * time.Second)
+		w.step(event{kind: evTimer, timer: timerRenew})
+		if tm := w.fx.timers[len(w.fx.timers)-1]; tm.kind != timerLeaseEnd || !tm.at.Equal(t0.Add(9*time.Second)) {
+			t.Fatalf("timer %+v, want the lease's end at 9s while the renewal is out", tm)
+		}
+		w.now = t0.Add(9 * time.Second)
+		w.step(event{kind: evTimer, timer: timerLeaseEnd})
+		if !errors.Is(w.stops[owner], store.ErrLeaseLost) {
+			t.Fatalf("owner stopped with %v, want ErrLeaseLost", w.stops[owner])
+		}
+		w.wantPhase(phRunning) // the key stays its owner's
+		w.wantSilent(waiter)
+		w.finish(owner, Success, nil)
+		w.wantPhase(phFinishing)
+		// The renewal's late answer is for a run already over.
+		w.answer(store.OpRenew, store.ClaimResult{}, errors.New("down"))
+		w.answer(store.OpComplete, w.stored(), nil)
+		w.wantReply(owner, Settled)
+		w.wantReply(waiter, Settled)
+		w.wantDone()
+	})
+	t.Run("a renewal answered in time disarms the lease's end", func(t *testing.T) {
+		w, owner := running(t)
+		w.now = w.now.Add(3 * time.Second)
+		w.step(event{kind: evTimer, timer: timerRenew})
+		w.answer(store.OpRenew, store.ClaimResult{}, nil)
+		if tm := w.fx.timers[len(w.fx.timers)-1]; tm.kind != timerRenew {
+			t.Fatalf("timer %+v, want the next renewal", tm)
+		}
+		w.now = t0.Add(9 * time.Second)
+		w.step(event{kind: evTimer, timer: timerLeaseEnd}) // a stale tick
+		if w.stops[owner] != nil {
+			t.Fatal("stopped within the renewed lease")
 		}
 	})
 	t.Run("an earlier owner's answer changes nothing", func(t *testing.T) {

@@ -2,6 +2,7 @@ package pgtest_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -76,6 +77,25 @@ func TestServerLifecycle(t *testing.T) {
 	}
 	if v, err := query(ctx, s.DSN("postgres"), "SELECT v FROM kv"); err != nil || v != "v" {
 		t.Fatalf("after restart: %q %v", v, err)
+	}
+
+	// Stopped as pg_ctl stop -m immediate does, it keeps what it
+	// committed too.
+	if err := s.Exec(ctx, "postgres", "UPDATE kv SET v = 'w'"); err != nil {
+		t.Fatal(err)
+	}
+	s.StopImmediate()
+	if _, err := query(ctx, s.DSN("postgres"), "SELECT 1::text"); err == nil {
+		t.Fatal("a stopped server answered")
+	}
+	if !strings.Contains(s.Log(), "immediate shutdown request") {
+		t.Fatalf("the server's log tells of no immediate shutdown:\n%s", s.Log())
+	}
+	if err := s.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := query(ctx, s.DSN("postgres"), "SELECT v FROM kv"); err != nil || v != "w" {
+		t.Fatalf("after an immediate stop and a start: %q %v", v, err)
 	}
 }
 

@@ -20,8 +20,40 @@ func (s *Server) Kill() {
 	if cmd == nil {
 		return
 	}
+	select {
+	case <-exited:
+		return // stopped already: its pid may belong to another process now
+	default:
+	}
 	signalAll(cmd.Process.Pid, syscall.SIGKILL)
 	<-exited
+}
+
+// StopImmediate stops the server as `pg_ctl stop -m immediate` does: it
+// sends the postmaster SIGQUIT, which ends every backend at once, without
+// a checkpoint, and waits until the postmaster is gone. Clients see their
+// connections dropped; the next start recovers from the write-ahead log,
+// as after a crash. Start it again with Restart.
+func (s *Server) StopImmediate() {
+	s.mu.Lock()
+	cmd, exited := s.cmd, s.exited
+	s.stopped = true
+	s.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	select {
+	case <-exited:
+		return
+	default:
+	}
+	signalAll(cmd.Process.Pid, syscall.SIGCONT) // a paused server cannot act on SIGQUIT
+	_ = cmd.Process.Signal(syscall.SIGQUIT)
+	select {
+	case <-exited:
+	case <-time.After(10 * time.Second):
+		s.Kill()
+	}
 }
 
 // Pause stops the postmaster and every backend with SIGSTOP: connections
@@ -39,9 +71,10 @@ func (s *Server) signal(sig syscall.Signal) {
 	}
 }
 
-// Restart kills the server (if it runs) and starts it again on the same
-// port with the same data directory: it recovers from its write-ahead log
-// like a server after a crash.
+// Restart kills the server (if it runs; after Kill or StopImmediate it
+// does not) and starts it again on the same port with the same data
+// directory: it recovers from its write-ahead log like a server after a
+// crash.
 func (s *Server) Restart() error {
 	s.Kill()
 	var err error

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/idemrt/idem"
+	"github.com/idemrt/idem/internal/pgtest"
 	"github.com/idemrt/idem/internal/storesuite"
 	"github.com/idemrt/idem/store/pgstore"
 )
@@ -34,4 +35,42 @@ func TestPaused(t *testing.T) {
 	s := newStore(t, newPool(t, srv.DSN("postgres")), pgstore.Options{})
 	rt := newRuntime(t, idem.Options{Store: s, StoreTimeout: time.Second})
 	storesuite.Paused(t, rt, srv)
+}
+
+// PostgreSQL goes away for longer than the lease while fn runs, paused or
+// stopped as `pg_ctl stop -m immediate` does and started again on the same
+// port (it acknowledges a commit only once it is written, and syncs it:
+// fsync on, as in production); see storesuite.OutageLongerThanLease.
+func TestOutageLongerThanLease(t *testing.T) {
+	const lease = time.Second
+	for _, c := range []struct {
+		name   string
+		outage func(t *testing.T, srv *pgtest.Server) storesuite.Outage
+	}{
+		{"paused", func(_ *testing.T, srv *pgtest.Server) storesuite.Outage {
+			return storesuite.Outage{Down: srv.Pause, Up: srv.Resume}
+		}},
+		{"stopped", func(t *testing.T, srv *pgtest.Server) storesuite.Outage {
+			return storesuite.Outage{Down: srv.StopImmediate, Up: func() {
+				if err := srv.Restart(); err != nil {
+					t.Fatal(err)
+				}
+			}}
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			srv := pgtest.Start(t, pgtest.Options{Durable: true, Settings: []string{"fsync=on"}})
+			dsn, table := srv.DSN("postgres"), newTable()
+			var fsync string
+			if err := newPool(t, dsn).QueryRow(bg, "SHOW fsync").Scan(&fsync); err != nil || fsync != "on" {
+				t.Fatalf("fsync = %q, %v; want on", fsync, err)
+			}
+			rt := newRuntime(t, idem.Options{Store: instance(t, dsn, table),
+				Policy: idem.Policy{Lease: lease, TTL: time.Hour}, StoreTimeout: time.Second})
+			storesuite.OutageLongerThanLease(t, rt, lease, c.outage(t, srv), func() *idem.Runtime {
+				return newRuntime(t, idem.Options{Store: instance(t, dsn, table)})
+			})
+		})
+	}
 }

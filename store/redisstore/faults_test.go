@@ -47,3 +47,35 @@ func TestRedisPaused(t *testing.T) {
 	rt := newRuntime(t, idem.Options{Store: faultStore(t, srv), StoreTimeout: time.Second})
 	storesuite.Paused(t, rt, srv)
 }
+
+// Redis goes away for longer than the lease while fn runs, paused or
+// killed and started again (with every write fsynced, so the claim is
+// still there); see storesuite.OutageLongerThanLease. A server that comes
+// back without the claim (no persistence) would refuse the late result
+// with ErrLeaseLost, and the key would run again: an outage keeps a key
+// to one run only on a store that keeps what it acknowledged.
+func TestRedisOutageLongerThanLease(t *testing.T) {
+	const lease = time.Second
+	for _, c := range []struct {
+		name    string
+		persist bool
+		outage  func(*redistest.Server) storesuite.Outage
+	}{
+		{"paused", false, func(srv *redistest.Server) storesuite.Outage {
+			return storesuite.Outage{Down: srv.Pause, Up: srv.Resume}
+		}},
+		{"restarted", true, func(srv *redistest.Server) storesuite.Outage {
+			return storesuite.Outage{Down: srv.Kill, Up: srv.Restart}
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			srv := redistest.Start(t, redistest.Options{Persist: c.persist})
+			rt := newRuntime(t, idem.Options{Store: faultStore(t, srv),
+				Policy: idem.Policy{Lease: lease, TTL: time.Hour}, StoreTimeout: time.Second})
+			storesuite.OutageLongerThanLease(t, rt, lease, c.outage(srv), func() *idem.Runtime {
+				return newRuntime(t, idem.Options{Store: faultStore(t, srv)})
+			})
+		})
+	}
+}
