@@ -56,3 +56,33 @@ func TestCluster(t *testing.T) {
 		}
 	}
 }
+
+func TestReplicatedClusterFailsOver(t *testing.T) {
+	start := time.Now()
+	c := redistest.StartReplicatedCluster(t, 3, redistest.ReplicatedOptions{})
+	t.Logf("replicated cluster ready in %v", time.Since(start))
+	if len(c.Nodes) != 6 || len(c.Masters(t)) != 3 {
+		t.Fatalf("%d nodes, %d masters", len(c.Nodes), len(c.Masters(t)))
+	}
+	m, err := c.MasterOf("order-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := redistest.Command(m.Addr, "SET", "order-1", "v"); err != nil {
+		t.Fatal(err)
+	}
+	c.WaitReplicated(t, 10*time.Second)
+	if _, err := redistest.Command(m.Addr, "WAIT", "1", "2000"); err != nil {
+		t.Fatal(err)
+	}
+	m.Kill()
+	next, took := c.WaitPromoted(t, m, 30*time.Second)
+	t.Logf("replica %s promoted %v after the kill", next.Addr, took)
+	now, err := c.MasterOf("order-1", m)
+	if err != nil || now != next {
+		t.Fatalf("order-1 is served by %v (%v), want the promoted %s", now, err, next.Addr)
+	}
+	if got, err := redistest.Command(next.Addr, "GET", "order-1"); err != nil || got != "v" {
+		t.Fatalf("GET on the promoted replica = %q %v", got, err)
+	}
+}
