@@ -7,7 +7,8 @@
 // # One delivery, one decision
 //
 // [Handle] runs the handler through idem.Do under the message's scoped key
-// and decides what the adapter tells the broker:
+// ([HandleWith] through a [Runner] of the caller's instead) and decides
+// what the adapter tells the broker:
 //
 //   - [Ack]: the handler ran and its result is stored, or the result (or a
 //     run in flight that settled while this delivery waited) was already
@@ -63,7 +64,11 @@
 // before its result is stored, the effect has happened and nothing records
 // it; once the dead run's lease expires the next delivery runs the handler
 // again. Effects that must not repeat even then need an idempotency key of
-// their own downstream (pass the message key on).
+// their own downstream (pass the message key on), or, when the effect is
+// rows in the PostgreSQL database of a pgstore store, a transaction that
+// commits them with the stored result: [HandleWith] takes a [Runner] that
+// runs the handler through pgtx.Do (consume/natsjs/natstx does it for NATS
+// JetStream).
 //
 // A result is replayed until its TTL ends (the runtime's, or idem.WithTTL
 // in Options.CallOptions; 24h by default): a duplicate delivered after that

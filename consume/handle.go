@@ -72,6 +72,14 @@ func Key(scope, key string) (string, error) {
 // Verdict.Key set when the delivery has a usable key. A nil ctx is taken
 // for context.Background().
 func Handle[T any](ctx context.Context, c *Consumer, d Delivery, fn func(context.Context) (T, error)) (T, Verdict) {
+	return HandleWith(ctx, c, d, nil, fn)
+}
+
+// HandleWith is [Handle] with run making the call in place of idem.Do (a
+// nil run is idem.Do): the delivery's handler runs in the form run gives
+// it, such as a database transaction that commits with the key's record
+// (see [Runner]). Everything else, the verdict above all, is Handle's.
+func HandleWith[T any](ctx context.Context, c *Consumer, d Delivery, run Runner[T], fn func(context.Context) (T, error)) (T, Verdict) {
 	var zero T
 	if ctx == nil {
 		ctx = context.Background()
@@ -100,7 +108,10 @@ func Handle[T any](ctx context.Context, c *Consumer, d Delivery, fn func(context
 	// leave every verdict without its outcome.
 	opts = append(opts, c.o.CallOptions...)
 	opts = append(opts, idem.WithOutcome(&out))
-	v, err := idem.Do(ctx, c.o.Runtime, key, fn, opts...)
+	if run == nil {
+		run = idem.Do[T]
+	}
+	v, err := run(ctx, c.o.Runtime, key, fn, opts...)
 	vd := c.decide(ctx, key, d.Attempt, out, err)
 	vd.Outcome = out
 	return v, vd

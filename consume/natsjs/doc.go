@@ -13,7 +13,8 @@
 //     (Options.Scope): a message without a key is never run (see
 //     consume.Options.MissingKey; by default it is terminated, with a
 //     warning logged);
-//   - runs the handler through consume.Handle (idem.Do underneath), and
+//   - runs the handler through consume.HandleWith (idem.Do underneath, or
+//     the Options.Run hook's call in its place), and
 //     while it runs (or waits for a duplicate in flight) tells the server
 //     the message is in progress every Options.Progress, a third of the
 //     consumer's AckWait by default, so the server does not redeliver it to
@@ -56,6 +57,15 @@
 // message that waits in the buffer past AckWait is redelivered, and
 // handled twice (a run and a replay). Keep PullMaxMessages times the
 // handler's usual time under AckWait.
+//
+// A handler run through idem.Do makes its effect and then stores its
+// result: a consumer killed between the two leaves the effect made and
+// the key to be taken over, and the redelivery runs the handler again.
+// When the effect is rows in the PostgreSQL database of the runtime's
+// store (a pgstore.Store), package natstx closes that gap: its handlers
+// get a transaction that commits their rows with the message's record
+// (pgtx.Do, plugged in through Options.Run), so this package imports no
+// database driver.
 //
 // Shut down in this order: stop (or drain) the subscription, then close the
 // idem runtime.

@@ -80,6 +80,16 @@ type Options struct {
 	// Default: false.
 	Fingerprint bool
 
+	// Run, if set, makes each message's handler call in place of idem.Do
+	// (see consume.Runner): the hook for running a handler's work in a
+	// form this package knows nothing of. Package natstx sets it to run
+	// each handler in a PostgreSQL transaction that commits with the
+	// message's record (pgtx.Do), and hands the handler that transaction;
+	// use natstx rather than setting it to that yourself. Everything else
+	// (keys, progress reports, verdicts, answers) is as without it.
+	// Default: nil (idem.Do).
+	Run consume.Runner[struct{}]
+
 	// OnVerdict, if set, is called after each message is answered with the
 	// verdict and the error of the answer (Ack, Nak or Term): for metrics
 	// and logs. It runs on the handler's goroutine, before Process returns

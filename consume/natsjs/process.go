@@ -85,7 +85,7 @@ func (a *Adapter) Handler(ctx context.Context, h HandlerFunc) jetstream.MessageH
 // returned, as is a nil message or an adapter nil or not built by [New]
 // (an error matching idem.ErrInvalidArgument): the server redelivers such
 // a message after AckWait. A nil ctx is taken for context.Background(). Process does not recover panics of the user's
-// code outside the handler (Options.Key, Scope, OnVerdict, a logger): such
+// code outside the handler (Options.Key, Scope, Run outside its call of idem.Do, OnVerdict, a logger): such
 // a panic goes on up with the message unanswered and no longer reported in
 // progress, so the server redelivers it after AckWait.
 func (a *Adapter) Process(ctx context.Context, msg jetstream.Msg, h HandlerFunc) (consume.Verdict, error) {
@@ -118,8 +118,8 @@ func (a *Adapter) Process(ctx context.Context, msg jetstream.Msg, h HandlerFunc)
 	return v, ackErr
 }
 
-// handle runs consume.Handle while msg is reported in progress. The
-// reports stop on every path: consume.Handle does not panic on its own,
+// handle runs consume.HandleWith (with Options.Run) while msg is reported
+// in progress. The reports stop on every path: it does not panic on its own,
 // but a panic from code of the user's it calls (a slog handler, a codec)
 // goes on up unanswered, and the server redelivers the message after
 // AckWait instead of seeing it in progress forever.
@@ -127,7 +127,7 @@ func (a *Adapter) handle(ctx context.Context, msg jetstream.Msg, d consume.Deliv
 	fn func(context.Context) (struct{}, error)) consume.Verdict {
 	ka := keepAlive(msg, a.o.Progress)
 	defer ka.stop()
-	_, v := consume.Handle(ctx, a.o.Consumer, d, fn)
+	_, v := consume.HandleWith(ctx, a.o.Consumer, d, a.o.Run, fn)
 	return v
 }
 
