@@ -1,5 +1,5 @@
 # The tests: race detector on, every package, nothing skipped.
-.PHONY: test postgresql vet fmt bench harness quickstart checkout webhooks orders
+.PHONY: test postgresql vet fmt bench harness quickstart checkout webhooks orders ledger
 
 test: postgresql
 	./scripts/test
@@ -42,3 +42,8 @@ webhooks:
 
 orders:
 	go run ./examples/orders
+
+# Starts a PostgreSQL server of its own (hence the postgresql target) and
+# a NATS server inside the program.
+ledger: postgresql
+	go run ./examples/ledger
