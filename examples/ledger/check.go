@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -179,11 +180,11 @@ func (d *demo) readStatements(ctx context.Context, ts map[string]*tally) error {
 // balancesAgree prints each account's balance in the ledger and in the
 // statements, and reports whether they agree.
 func (d *demo) balancesAgree(ctx context.Context) (bool, error) {
-	ledger, err := sums(ctx, d, `SELECT account, sum(cents) FROM entries GROUP BY account`, true)
+	ledger, err := sums(ctx, d.bank, `SELECT account, sum(cents) FROM entries GROUP BY account`)
 	if err != nil {
 		return false, err
 	}
-	statements, err := sums(ctx, d, `SELECT account, cents FROM balances`, false)
+	statements, err := sums(ctx, d.statements, `SELECT account, cents FROM balances`)
 	if err != nil {
 		return false, err
 	}
@@ -200,12 +201,9 @@ func (d *demo) balancesAgree(ctx context.Context) (bool, error) {
 	return same, nil
 }
 
-func sums(ctx context.Context, d *demo, sql string, bank bool) (map[string]int64, error) {
-	db := d.statements
-	if bank {
-		db = d.bank
-	}
-	rows, err := db.Query(ctx, sql)
+// sums reads (account, cents) rows from pool.
+func sums(ctx context.Context, pool *pgxpool.Pool, sql string) (map[string]int64, error) {
+	rows, err := pool.Query(ctx, sql)
 	if err != nil {
 		return nil, err
 	}

@@ -72,7 +72,6 @@ func runConsumer(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	say("ready")
 	<-ctx.Done()
 	cc.Stop()
 	<-cc.Closed()

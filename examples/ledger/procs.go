@@ -19,7 +19,6 @@ type proc struct {
 	stdin  io.WriteCloser // closing it stops a consumer
 	exited chan struct{}
 	err    error // its exit status, once exited is closed
-	killed bool
 
 	mu      sync.Mutex
 	events  []string
@@ -103,7 +102,6 @@ func (p *proc) waitFor(prefix string, timeout time.Duration) (string, error) {
 
 // kill sends SIGKILL and waits until the process is gone.
 func (p *proc) kill() error {
-	p.killed = true
 	if err := p.cmd.Process.Kill(); err != nil {
 		return err
 	}
