@@ -6,8 +6,14 @@
 // whose time has passed (kept in FIFO queues, one per distinct lifetime, so
 // that each queue is already in time order), so it needs no goroutine per key,
 // nor a background one.
-// Fencing tokens come from one counter for the whole store, so they increase
-// per key even after a key has expired and been claimed again.
+// Fencing tokens come from one counter per shard, which starts at the
+// microseconds from 2025-01-01 UTC to the store's creation, by its clock,
+// and counts up by one per claim: so a key's fences rise after the key was
+// released, forgotten or expired and claimed again, and, with the real
+// clock, across restarts of the process too, as long as the clock did not
+// go back across the restart and no shard handed out more than a fence
+// per microsecond on average (it takes far fewer: 64 shards, a claim costs
+// about 100ns). [store.ClaimResult.Attempt] is kept in each record.
 //
 // A claim in progress does not expire by time: its lease ending matters only
 // once another claim takes the key over, so a slow owner that nobody
@@ -32,6 +38,7 @@ import (
 	"sync/atomic"
 
 	"github.com/idemrt/idem/clock"
+	"github.com/idemrt/idem/internal/fence"
 	"github.com/idemrt/idem/keyshard"
 	"github.com/idemrt/idem/store"
 )
@@ -59,7 +66,6 @@ const DefaultMaxRecords = 1 << 20
 // concurrent use.
 type Store struct {
 	clock    clock.Clock
-	fence    atomic.Uint64
 	closed   atomic.Bool
 	perShard int
 	evicted  atomic.Int64
@@ -88,8 +94,10 @@ func New(opts Options) *Store {
 		limit = DefaultMaxRecords
 	}
 	s := &Store{clock: c, subs: make(map[string]func(string)), perShard: ceilDiv(limit, shardCount)}
+	start := fence.Floor(c.Now()) - 1
 	for i := range s.shards {
 		s.shards[i].records = make(map[string]*record)
+		s.shards[i].fence = start
 	}
 	return s
 }

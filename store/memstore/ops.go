@@ -3,6 +3,7 @@ package memstore
 import (
 	"bytes"
 	"context"
+	"math"
 	"slices"
 	"time"
 
@@ -30,11 +31,11 @@ func (s *Store) Claim(ctx context.Context, key string, req store.ClaimRequest) (
 		r = &record{}
 		sh.records[key] = r
 		s.take(sh, key, r, req, now)
-		return store.ClaimResult{Status: store.Claimed, Token: r.token, LeaseLeft: req.Lease}, nil
+		return store.ClaimResult{Status: store.Claimed, Token: r.token, Attempt: r.attempt, LeaseLeft: req.Lease}, nil
 	case r.state == completed:
 		return store.ClaimResult{Status: store.Completed, Record: r.rec}, nil
 	case r.token.Owner == req.Owner:
-		return store.ClaimResult{Status: store.Claimed, Token: r.token, LeaseLeft: r.leaseUntil.Sub(now)}, nil
+		return store.ClaimResult{Status: store.Claimed, Token: r.token, Attempt: r.attempt, LeaseLeft: r.leaseUntil.Sub(now)}, nil
 	case now.Before(r.leaseUntil):
 		if req.Waiter != "" && !slices.Contains(r.waiters, req.Waiter) {
 			r.waiters = append(r.waiters, req.Waiter)
@@ -47,13 +48,20 @@ func (s *Store) Claim(ctx context.Context, key string, req store.ClaimRequest) (
 		}, nil
 	default:
 		s.take(sh, key, r, req, now)
-		return store.ClaimResult{Status: store.Claimed, Token: r.token, Takeover: true, LeaseLeft: req.Lease}, nil
+		return store.ClaimResult{Status: store.Claimed, Token: r.token, Takeover: true, Attempt: r.attempt, LeaseLeft: req.Lease}, nil
 	}
 }
 
+// take gives r (new, or in progress under a lease that ended) to req's
+// owner, with the shard's next fence: larger than every fence the shard
+// handed out, those of the key's earlier records included.
 func (s *Store) take(sh *shard, key string, r *record, req store.ClaimRequest, now time.Time) {
 	r.state = inProgress
-	r.token = store.Token{Fence: s.fence.Add(1), Owner: req.Owner}
+	if r.attempt < math.MaxUint32 {
+		r.attempt++
+	}
+	sh.fence++
+	r.token = store.Token{Fence: sh.fence, Owner: req.Owner}
 	r.leaseUntil = now.Add(req.Lease)
 	r.lease, r.ttl = req.Lease, req.TTL
 	r.fp = cloneBytes(req.Fingerprint)

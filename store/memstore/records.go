@@ -11,6 +11,7 @@ import (
 // with the queues that expire them.
 type shard struct {
 	mu      sync.Mutex
+	fence   uint64 // the last fence handed out (see Store)
 	records map[string]*record
 	expiry  expiryQueues
 	// abandoned lists claims in progress past lease + TTL, oldest first:
@@ -30,6 +31,7 @@ const (
 // completion, zero once a claim in progress has outlived it (see sweep).
 type record struct {
 	state      uint8
+	attempt    uint32 // claims since the record was created
 	token      store.Token
 	leaseUntil time.Time
 	lease      time.Duration
