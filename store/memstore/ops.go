@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/idemrt/idem/internal/fence"
 	"github.com/idemrt/idem/store"
 )
 
@@ -53,15 +54,13 @@ func (s *Store) Claim(ctx context.Context, key string, req store.ClaimRequest) (
 }
 
 // take gives r (new, or in progress under a lease that ended) to req's
-// owner, with the shard's next fence: larger than every fence the shard
-// handed out, those of the key's earlier records included.
+// owner, with the store's next fence.
 func (s *Store) take(sh *shard, key string, r *record, req store.ClaimRequest, now time.Time) {
 	r.state = inProgress
 	if r.attempt < math.MaxUint32 {
 		r.attempt++
 	}
-	sh.fence++
-	r.token = store.Token{Fence: sh.fence, Owner: req.Owner}
+	r.token = store.Token{Fence: s.nextFence(now), Owner: req.Owner}
 	r.leaseUntil = now.Add(req.Lease)
 	r.lease, r.ttl = req.Lease, req.TTL
 	r.fp = cloneBytes(req.Fingerprint)
@@ -200,6 +199,19 @@ func (s *Store) Forget(ctx context.Context, key string) error {
 	}
 	delete(sh.records, key)
 	return nil
+}
+
+// nextFence returns a fence larger than every fence the store handed out,
+// and at least the floor of now (see Store).
+func (s *Store) nextFence(now time.Time) uint64 {
+	floor := fence.Floor(now)
+	for {
+		last := s.fence.Load()
+		next := max(last+1, floor)
+		if s.fence.CompareAndSwap(last, next) {
+			return next
+		}
+	}
 }
 
 func cloneBytes(b []byte) []byte {

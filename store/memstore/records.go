@@ -11,7 +11,6 @@ import (
 // with the queues that expire them.
 type shard struct {
 	mu      sync.Mutex
-	fence   uint64 // the last fence handed out (see Store)
 	records map[string]*record
 	expiry  expiryQueues
 	// abandoned lists claims in progress past lease + TTL, oldest first:
