@@ -22,13 +22,15 @@
 // a result) stays in the record. Within a record every claim raises the
 // fence by one or more. A store keeps nothing of a record once it is gone,
 // so the claim that starts a record takes its fence from a clock: at least
-// the microseconds since 2025-01-01 UTC at the claim (more if the store
-// still holds a larger fence of the key). That assumes the clock does not
-// go back by more than the time between the key's records, and that no key
-// is claimed more than once a microsecond on average; each store says whose
-// clock it reads, and docs/semantics.md ("Fences") what happens when a
-// clock steps back. Fences stay below 2^53. [ClaimResult.Attempt] counts
-// the claims of the current record.
+// the microseconds since 2025-01-01 UTC at the claim (more where the store
+// still holds a larger fence: a leftover record of the key, a counter of
+// its own). That assumes the clock does not go back by more than the time
+// between the key's records, and that no key is claimed more than once a
+// microsecond on average; each store says whose clock it reads, and
+// docs/semantics.md ("Fences") what happens when a clock steps back.
+// Fences stay at or below 2^53. [ClaimResult.Attempt] counts the claims of
+// the current record.
+//
 // Leases and TTLs are always finite; a zero or negative one, or one longer
 // than [MaxDuration], is rejected with [ErrInvalidArgument].
 //
