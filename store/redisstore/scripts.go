@@ -115,8 +115,8 @@ end
 // fence floor (fence.Floor of the client's clock). A claim that creates the
 // record takes the floor as its fence and attempt 1; a takeover, fence + 1
 // or the floor if larger, and attempt + 1; the claim of a released record
-// (a new record in the same string) the same fence, and attempt 1. Every
-// claim writes layout 4. Replies:
+// (a new record in the same string) fence + 1 or the floor too, and attempt
+// 1. Every claim writes layout 4. Replies:
 //
 //	{1, fence, lease left ms, takeover, attempt}   claimed
 //	{2, value, pttl}                               completed
