@@ -42,7 +42,7 @@ type owner[T any] struct {
 // claim is what the store said of an owner's claim when it granted it.
 type claim struct {
 	token    store.Token // its fencing token and owner
-	attempt  int         // 1 for the first claim granted to callers of the key here, 2 after a hand-off...
+	attempt  int         // the store's attempt: 1 for the claim that created the key's record, one more per takeover
 	takeover bool        // taken over from an owner whose lease had ended
 }
 

@@ -128,15 +128,16 @@ type Reply struct {
 	Kind Kind
 	Op   store.OpKind // a store failure's operation
 	// Grant: the claim the store gave the owner: whether it took the key
-	// over from an owner whose lease had ended, how many claims callers of
-	// the key were granted here since it last had none in flight (1 for the
-	// first, 2 for a waiter handed the key after a transient failure...),
-	// and its token. (The fields are ordered to keep a Reply small: callers
-	// hold it in frames a small goroutine stack must fit.)
+	// over from an owner whose lease had ended, its attempt (the store's
+	// store.ClaimResult.Attempt: the claims of the key since its record was
+	// created, 1 for the first, one more per takeover, 1 again after a
+	// release, a Forget or an expiry; 0 from a store that does not count
+	// them), and its token. (The fields are ordered to keep a Reply small:
+	// callers hold it in frames a small goroutine stack must fit.)
 	Takeover  bool
 	Joined    bool   // Settled: the caller waited for an execution in flight
 	Waited    bool   // the request was parked before this reply
-	Attempt   uint16 // Grant; at most 65535 (it stops counting there)
+	Attempt   uint16 // Grant; at most 65535 (a larger attempt reads as 65535)
 	Token     store.Token
 	Result    *Cached       // Settled
 	Err       error         // a failure's cause

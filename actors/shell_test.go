@@ -108,3 +108,41 @@ func TestForgetRefusedWhileTheKeyIsInFlight(t *testing.T) {
 		t.Fatalf("Forget = %v", err)
 	}
 }
+
+// A Grant carries the store's attempt and takeover flag: 1 for the claim
+// that creates the key's record; 2 for the caller that takes the key over
+// once a hard lease ended without a result; 1 again after that owner
+// released the key (a new record), with a larger fence each time.
+func TestGrantCarriesTheStoresAttempt(t *testing.T) {
+	h := newHarness(t)
+	first := h.ask("k", lease(time.Second), noRenew)
+	h.op(store.OpClaim)
+	h.run()
+	rep := h.reply(first)
+	if rep.Kind != Grant || rep.Attempt != 1 || rep.Takeover {
+		t.Fatalf("first grant = %s attempt %d takeover %v, want attempt 1", fmtReply(rep), rep.Attempt, rep.Takeover)
+	}
+	next := h.ask("k")
+	h.advance(time.Second) // the hard lease ends: the key goes to the next caller
+	h.op(store.OpClaim)
+	h.run()
+	took := h.reply(next)
+	if took.Kind != Grant || took.Attempt != 2 || !took.Takeover || took.Token.Fence <= rep.Token.Fence {
+		t.Fatalf("takeover grant = %s attempt %d takeover %v, want attempt 2, a takeover, a larger fence",
+			fmtReply(took), took.Attempt, took.Takeover)
+	}
+	h.finish(first, Success, nil) // the late owner's result is refused
+	h.reply(first)
+	again := h.ask("k")
+	h.finish(next, Transient, errors.New("boom"))
+	h.op(store.OpRelease)
+	h.run()
+	h.reply(next)
+	h.op(store.OpClaim)
+	h.run()
+	last := h.reply(again)
+	if last.Kind != Grant || last.Attempt != 1 || last.Takeover || last.Token.Fence <= took.Token.Fence {
+		t.Fatalf("grant after the release = %s attempt %d takeover %v, want attempt 1, a larger fence",
+			fmtReply(last), last.Attempt, last.Takeover)
+	}
+}

@@ -60,7 +60,6 @@ type keyState struct {
 	// ClearPage): what it finds or stores may be what the Clear deletes, so
 	// nothing is cached.
 	noCache bool
-	grants  int // claims granted to callers of this key since it had callers
 	// ownCodec: the owner's result was encoded with a codec of its caller's
 	// own, whose encoding the LRU keeps (see Cached.one).
 	ownCodec bool

@@ -272,13 +272,12 @@ func (m *mover) granted(candidate *Request, o *store.Op, sent time.Time) {
 		m.release(Reply{})
 		return
 	}
-	k.grants++
 	k.phase = phRunning
 	k.owner = candidate
 	k.ttl = candidate.TTL
 	k.fp = candidate.Fingerprint
 	m.filter()
-	m.answer(candidate, Reply{Kind: Grant, Token: k.token, Attempt: uint16(min(k.grants, math.MaxUint16)),
+	m.answer(candidate, Reply{Kind: Grant, Token: k.token, Attempt: uint16(min(o.Result.Attempt, math.MaxUint16)),
 		Takeover: o.Result.Takeover, LeaseLeft: k.lease})
 	candidate.where = owning
 	if candidate.NoRenew {

@@ -123,7 +123,8 @@ func (w *world) answer(kind store.OpKind, res store.ClaimResult, err error) {
 func (w *world) granted() {
 	w.t.Helper()
 	w.fence++
-	w.answer(store.OpClaim, store.ClaimResult{Status: store.Claimed, Token: store.Token{Fence: w.fence, Owner: "o"}, LeaseLeft: 9 * time.Second}, nil)
+	w.answer(store.OpClaim, store.ClaimResult{Status: store.Claimed, Token: store.Token{Fence: w.fence, Owner: "o"}, Attempt: 1,
+		LeaseLeft: 9 * time.Second}, nil)
 }
 
 func (w *world) finish(r *Request, kind Kind, err error) {
@@ -298,9 +299,17 @@ func TestClaimAnswers(t *testing.T) {
 	t.Run("takeover", func(t *testing.T) {
 		w := newWorld(t)
 		owner := w.arrive(req())
-		w.answer(store.OpClaim, store.ClaimResult{Status: store.Claimed, Takeover: true, Token: store.Token{Fence: 7}}, nil)
-		if c := w.last(owner); !c.Takeover || c.Token.Fence != 7 {
+		w.answer(store.OpClaim, store.ClaimResult{Status: store.Claimed, Takeover: true, Attempt: 3, Token: store.Token{Fence: 7}}, nil)
+		if c := w.last(owner); !c.Takeover || c.Token.Fence != 7 || c.Attempt != 3 {
 			t.Fatalf("claim facts = %+v", c)
+		}
+	})
+	t.Run("attempt past 65535", func(t *testing.T) {
+		w := newWorld(t)
+		owner := w.arrive(req())
+		w.answer(store.OpClaim, store.ClaimResult{Status: store.Claimed, Takeover: true, Attempt: 70_000, Token: store.Token{Fence: 9}}, nil)
+		if c := w.last(owner); c.Attempt != 65535 {
+			t.Fatalf("attempt = %d, want 65535", c.Attempt)
 		}
 	})
 	t.Run("candidate left", func(t *testing.T) {
@@ -514,9 +523,9 @@ func TestReleaseAnswers(t *testing.T) {
 				w.wantDone()
 				return
 			}
-			w.granted() // the first waiter claims afresh
-			if rep := w.wantReply(wait[0], Grant); rep.Attempt != 2 {
-				t.Fatalf("attempt = %d, want 2", rep.Attempt)
+			w.granted() // the first waiter claims afresh: a new record, the store's attempt 1
+			if rep := w.wantReply(wait[0], Grant); rep.Attempt != 1 {
+				t.Fatalf("attempt = %d, want the store's, 1", rep.Attempt)
 			}
 			w.wantSilent(wait[1])
 		})

@@ -12,7 +12,25 @@
 //
 // Every transition is one atomic step. Tokens are fencing tokens: a claim's
 // [Token.Fence] is larger than that of every earlier claim of the key, so an
-// owner whose lease was taken over can never overwrite the new owner's result.
+// owner whose lease was taken over can never overwrite the new owner's result,
+// and a system downstream that keeps, per key, the largest fence it has seen
+// (UPDATE ... WHERE fence < $1) refuses the writes of every earlier claim.
+//
+// Fences never go back for a key, across its records too. A key's record
+// starts with a claim of the absent key and ends with a release, a Forget
+// or its expiry; a takeover (a claim after the holder's lease ended without
+// a result) stays in the record. Within a record every claim raises the
+// fence by one or more. A store keeps nothing of a record once it is gone,
+// so the claim that starts a record takes its fence from a clock: at least
+// the microseconds since 2025-01-01 UTC at the claim (more where the store
+// still holds a larger fence: a leftover record of the key, a counter of
+// its own). That assumes the clock does not go back by more than the time
+// between the key's records, and that no key is claimed more than once a
+// microsecond on average; each store says whose clock it reads, and
+// docs/semantics.md ("Fences") what happens when a clock steps back.
+// Fences stay at or below 2^53. [ClaimResult.Attempt] counts the claims of
+// the current record.
+//
 // Leases and TTLs are always finite; a zero or negative one, or one longer
 // than [MaxDuration], is rejected with [ErrInvalidArgument].
 //
@@ -57,7 +75,9 @@ type Store interface {
 
 // Token identifies one claim of a key.
 type Token struct {
-	// Fence increases with every claim of the key.
+	// Fence is larger than the fence of every earlier claim of the key,
+	// in its record and in the key's earlier records (see the package
+	// documentation). It is at least 1 and at most 2^53.
 	Fence uint64
 	// Owner is the owner string given to Claim.
 	Owner string
@@ -75,8 +95,9 @@ type ClaimRequest struct {
 	// must be positive.
 	Lease time.Duration
 	// TTL is how long the result is meant to be kept. It must be positive. A
-	// store keeps an in-progress record at least this long, so that the fence
-	// keeps increasing across takeovers.
+	// store keeps an in-progress record at least this long after its lease,
+	// so that a takeover finds it: it raises the record's fence and counts
+	// one more attempt.
 	TTL time.Duration
 	// Fingerprint is stored with the claim and returned to later claimers.
 	Fingerprint []byte
@@ -123,6 +144,13 @@ type ClaimResult struct {
 	// store does this itself) is answered as the holder's own replay, with
 	// Takeover false, even when its first run took the key over.
 	Takeover bool
+	// Attempt is the number of claims of the key since its record was
+	// created, this one included (Claimed): 1 for the claim that created
+	// it, one more for each takeover. A release, a Forget or the record's
+	// expiry ends the record, so the next claim is 1 again. A Claim sent
+	// again by the holder (its reply was lost) answers the holder's
+	// attempt. A store that does not count claims leaves it 0.
+	Attempt uint32
 	// LeaseLeft is the lease time left to the holder (InProgress) or to the
 	// caller (Claimed).
 	LeaseLeft time.Duration

@@ -6,8 +6,15 @@
 // whose time has passed (kept in FIFO queues, one per distinct lifetime, so
 // that each queue is already in time order), so it needs no goroutine per key,
 // nor a background one.
-// Fencing tokens come from one counter for the whole store, so they increase
-// per key even after a key has expired and been claimed again.
+// Fencing tokens come from one counter for the whole store: a claim takes
+// the counter + 1, or, if larger, the microseconds from 2025-01-01 UTC to
+// the claim by the store's clock. So a fence names one claim of the store,
+// a key's fences rise after the key was released, forgotten, evicted or
+// expired and claimed again, and, with the real clock, across restarts of
+// the process too, as long as the clock did not go back across the restart
+// by more than the counter ran ahead of it (only claims faster than one a
+// microsecond make it run ahead, and the clock catches up when they stop).
+// [store.ClaimResult.Attempt] is kept in each record.
 //
 // A claim in progress does not expire by time: its lease ending matters only
 // once another claim takes the key over, so a slow owner that nobody
@@ -59,7 +66,7 @@ const DefaultMaxRecords = 1 << 20
 // concurrent use.
 type Store struct {
 	clock    clock.Clock
-	fence    atomic.Uint64
+	fence    atomic.Uint64 // the last fence handed out
 	closed   atomic.Bool
 	perShard int
 	evicted  atomic.Int64

@@ -3,9 +3,11 @@ package memstore
 import (
 	"bytes"
 	"context"
+	"math"
 	"slices"
 	"time"
 
+	"github.com/idemrt/idem/internal/fence"
 	"github.com/idemrt/idem/store"
 )
 
@@ -30,11 +32,11 @@ func (s *Store) Claim(ctx context.Context, key string, req store.ClaimRequest) (
 		r = &record{}
 		sh.records[key] = r
 		s.take(sh, key, r, req, now)
-		return store.ClaimResult{Status: store.Claimed, Token: r.token, LeaseLeft: req.Lease}, nil
+		return store.ClaimResult{Status: store.Claimed, Token: r.token, Attempt: r.attempt, LeaseLeft: req.Lease}, nil
 	case r.state == completed:
 		return store.ClaimResult{Status: store.Completed, Record: r.rec}, nil
 	case r.token.Owner == req.Owner:
-		return store.ClaimResult{Status: store.Claimed, Token: r.token, LeaseLeft: r.leaseUntil.Sub(now)}, nil
+		return store.ClaimResult{Status: store.Claimed, Token: r.token, Attempt: r.attempt, LeaseLeft: r.leaseUntil.Sub(now)}, nil
 	case now.Before(r.leaseUntil):
 		if req.Waiter != "" && !slices.Contains(r.waiters, req.Waiter) {
 			r.waiters = append(r.waiters, req.Waiter)
@@ -47,13 +49,18 @@ func (s *Store) Claim(ctx context.Context, key string, req store.ClaimRequest) (
 		}, nil
 	default:
 		s.take(sh, key, r, req, now)
-		return store.ClaimResult{Status: store.Claimed, Token: r.token, Takeover: true, LeaseLeft: req.Lease}, nil
+		return store.ClaimResult{Status: store.Claimed, Token: r.token, Takeover: true, Attempt: r.attempt, LeaseLeft: req.Lease}, nil
 	}
 }
 
+// take gives r (new, or in progress under a lease that ended) to req's
+// owner, with the store's next fence.
 func (s *Store) take(sh *shard, key string, r *record, req store.ClaimRequest, now time.Time) {
 	r.state = inProgress
-	r.token = store.Token{Fence: s.fence.Add(1), Owner: req.Owner}
+	if r.attempt < math.MaxUint32 {
+		r.attempt++
+	}
+	r.token = store.Token{Fence: s.nextFence(now), Owner: req.Owner}
 	r.leaseUntil = now.Add(req.Lease)
 	r.lease, r.ttl = req.Lease, req.TTL
 	r.fp = cloneBytes(req.Fingerprint)
@@ -192,6 +199,19 @@ func (s *Store) Forget(ctx context.Context, key string) error {
 	}
 	delete(sh.records, key)
 	return nil
+}
+
+// nextFence returns a fence larger than every fence the store handed out,
+// and at least the floor of now (see Store).
+func (s *Store) nextFence(now time.Time) uint64 {
+	floor := fence.Floor(now)
+	for {
+		last := s.fence.Load()
+		next := max(last+1, floor)
+		if s.fence.CompareAndSwap(last, next) {
+			return next
+		}
+	}
 }
 
 func cloneBytes(b []byte) []byte {

@@ -30,6 +30,7 @@ const (
 // completion, zero once a claim in progress has outlived it (see sweep).
 type record struct {
 	state      uint8
+	attempt    uint32 // claims since the record was created
 	token      store.Token
 	leaseUntil time.Time
 	lease      time.Duration

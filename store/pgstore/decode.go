@@ -12,7 +12,7 @@ import (
 )
 
 // row is one row of a statement's result (see sql.go): the columns of the
-// table, the statement's now, and the claim's flags about its snapshot.
+// table, the statement's now, and the claim's flag about its snapshot.
 type row struct {
 	state       pgtype.Text
 	fence       pgtype.Int8
@@ -23,15 +23,16 @@ type row struct {
 	leaseUntil  pgtype.Timestamptz
 	createdAt   pgtype.Timestamptz
 	expiresAt   pgtype.Timestamptz
+	attempt     pgtype.Int4
 	now         pgtype.Timestamptz
-	quiet, took bool
+	quiet       bool
 }
 
 // scanRow reads one result row; via is 'w' or 's'.
 func scanRow(rows pgx.Rows) (via string, r row, err error) {
 	var res []byte // nil for NULL, empty for an empty value
 	err = rows.Scan(&via, &r.state, &r.fence, &r.owner, &r.fingerprint, &res,
-		&r.leaseUntil, &r.createdAt, &r.expiresAt, &r.now, &r.quiet, &r.took)
+		&r.leaseUntil, &r.createdAt, &r.expiresAt, &r.attempt, &r.now, &r.quiet)
 	r.result, r.resultNull = res, res == nil
 	return via, r, err
 }
@@ -53,8 +54,14 @@ func (r *row) check() string {
 	if !r.live() {
 		return ""
 	}
-	if d := r.expiresAt.Time.Sub(r.now.Time); d > store.MaxDuration+time.Minute {
-		return fmt.Sprintf("expires_at %v is beyond the %v limit", r.expiresAt.Time, store.MaxDuration)
+	// A claim's row lives its lease and then its TTL, each up to
+	// MaxDuration; a result's, its TTL.
+	limit := 2 * store.MaxDuration
+	if r.state.String == "c" || r.state.String == "f" {
+		limit = store.MaxDuration
+	}
+	if d := r.expiresAt.Time.Sub(r.now.Time); d > limit+time.Minute {
+		return fmt.Sprintf("expires_at %v is beyond the %v limit", r.expiresAt.Time, limit)
 	}
 	switch r.state.String {
 	case "p":
@@ -66,6 +73,9 @@ func (r *row) check() string {
 		}
 		if d := r.leaseUntil.Time.Sub(r.now.Time); d > store.MaxDuration+time.Minute || -d > store.MaxDuration {
 			return fmt.Sprintf("lease_until %v is beyond the %v limit", r.leaseUntil.Time, store.MaxDuration)
+		}
+		if !r.attempt.Valid || r.attempt.Int32 < 1 {
+			return fmt.Sprintf("attempt %v is not a positive number", r.attempt.Int32)
 		}
 	case "c", "f":
 		if r.resultNull {
@@ -224,8 +234,11 @@ func decodeClaim(op *store.Op, w, s *row, local time.Time) verdict {
 	owner := []byte(op.Claim.Owner)
 	switch {
 	case w != nil && bytes.Equal(w.owner, owner): // claimed: new, or taken over
+		// Only a takeover counts an attempt above 1: the statement wrote
+		// the taken row's attempt + 1 (a row of another owner, in
+		// progress, whose lease had ended), whatever its snapshot saw.
 		op.Result = store.ClaimResult{Status: store.Claimed, Token: w.token(), LeaseLeft: w.leaseLeft(),
-			Takeover: s != nil && s.took && s.fence.Int64+1 == w.fence.Int64}
+			Attempt: uint32(w.attempt.Int32), Takeover: w.attempt.Int32 > 1}
 	case w != nil: // in progress; the waiter is listed now
 		op.Result = inProgress(w)
 	case s == nil || !s.quiet:
@@ -233,7 +246,8 @@ func decodeClaim(op *store.Op, w, s *row, local time.Time) verdict {
 	case s.done():
 		op.Result = store.ClaimResult{Status: store.Completed, Record: s.record(local)}
 	case bytes.Equal(s.owner, owner): // the holder's own claim again
-		op.Result = store.ClaimResult{Status: store.Claimed, Token: s.token(), LeaseLeft: s.leaseLeft()}
+		op.Result = store.ClaimResult{Status: store.Claimed, Token: s.token(), Attempt: uint32(s.attempt.Int32),
+			LeaseLeft: s.leaseLeft()}
 	default:
 		op.Result = inProgress(s)
 	}

@@ -62,7 +62,8 @@ func ExampleSchemaSQL() {
 	//     waiters     text[]
 	// );
 	// CREATE INDEX "records_expires_at" ON "idem"."records" (expires_at);
-	// COMMENT ON TABLE "idem"."records" IS 'idem pgstore schema 1';
+	// ALTER TABLE "idem"."records" ADD COLUMN attempt integer NOT NULL DEFAULT 1;
+	// COMMENT ON TABLE "idem"."records" IS 'idem pgstore schema 2';
 }
 
 // Cleanup from a scheduled job rather than from every instance: the

@@ -27,8 +27,13 @@
 // renewals and gets in it, whose repeat answers truly, and gives the other
 // ops the error, as the Redis store does.
 //
-// Rows end: a completed key's after its TTL, a claim's after the longer of
-// its lease and its TTL (so that the fence keeps rising across takeovers).
+// Rows end: a completed key's after its TTL, a claim's after its lease and
+// then its TTL (so that a takeover finds the row: it raises the fence and
+// counts one more attempt). A claim that creates a key's record takes its
+// fence from the database clock (microseconds since 2025-01-01 UTC), or
+// the fence of the row it replaces + 1 if larger; a takeover the fence + 1
+// or that floor. So fences never go back for a key as long as the
+// database clock does not (docs/postgres.md, "Fences").
 // Rows past their end are absent to every operation, and are deleted in
 // bounded batches by [Store.Cleanup], which a background loop runs every
 // minute unless Options.DisableCleanup is set; an index on the end time

@@ -11,9 +11,15 @@ import (
 //
 //	key          the key as given to the store (bytea: any bytes)
 //	state        p (in progress), c (completed), f (permanent error), r (released)
-//	fence        the fence of the claim that holds or produced the row; it
-//	             grows by one with every claim while the row exists
+//	fence        the fence of the claim that holds, produced or gave back
+//	             the row: a claim that creates the key's record takes the
+//	             database clock's floor (internal/fence, FLOOR in sql.go),
+//	             or the row's fence + 1 if larger (a row released or ended
+//	             still counts); a takeover the fence + 1, or the floor
 //	owner        the owner of that claim
+//	attempt      the claims of the record (p): 1 for the claim that created
+//	             it, one more for each takeover (schema version 2; rows of
+//	             version 1 read as 1)
 //	lease_until  when the holder's lease ends (p)
 //	fingerprint  the holder's fingerprint (p), the request's (c, f)
 //	result       the encoded value (c) or the error message (f)
@@ -24,8 +30,9 @@ import (
 //	waiters      the channels of the instances waiting for the key to
 //	             settle, notified when it completes or is released
 //
-// A released row stays until its end, so that the fence keeps growing
-// across claims. Times come from the database clock.
+// A released row stays until its end, and an ended one until cleanup;
+// the next claim's fence is above theirs. Times come from the database
+// clock.
 
 // migrations are the schema's versions: applying migrations[v] takes a
 // table from version v to v+1. The version lives in the table's comment.
@@ -44,6 +51,10 @@ var migrations = []string{
     waiters     text[]
 );
 CREATE INDEX {I} ON {T} (expires_at);`,
+	// 2: the attempt of a claim (ClaimResult.Attempt). Rows of version 1
+	// read as attempt 1. A column with a constant default is added
+	// without rewriting the table (PostgreSQL 11 and later).
+	`ALTER TABLE {T} ADD COLUMN attempt integer NOT NULL DEFAULT 1;`,
 }
 
 // schemaVersion is the version this package reads and writes.

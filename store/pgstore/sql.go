@@ -1,6 +1,11 @@
 package pgstore
 
-import "strings"
+import (
+	"fmt"
+	"strings"
+
+	"github.com/idemrt/idem/internal/fence"
+)
 
 // The statements share these conventions.
 //
@@ -9,11 +14,13 @@ import "strings"
 // materialized CTE), so that every condition and every new time of the
 // statement uses the same instant, and a statement late in a batch does not
 // use the batch's start (now() is the transaction's). Durations arrive as
-// microseconds, rounded up.
+// microseconds, rounded up. A claim's p also holds floor, the lowest fence
+// of a claim that creates a record at now: the microseconds since
+// 2025-01-01 UTC (internal/fence), from the same clock.
 //
 // A row whose expires_at has passed is absent to every statement: a claim
-// takes it over (its fence still grows), the others ignore it, and cleanup
-// deletes it.
+// takes it as a new record (attempt 1, its fence still grows), the others
+// ignore it, and cleanup deletes it.
 //
 // Every statement returns the same columns (see cols and row): up to two
 // rows, one with via 'w' for the row as the statement wrote it, and one
@@ -43,7 +50,7 @@ import "strings"
 // the same row twice (which ON CONFLICT refuses).
 
 // cols are the columns of a row in every statement's result, after via.
-const cols = "state, fence, owner, fingerprint, result, lease_until, created_at, expires_at"
+const cols = "state, fence, owner, fingerprint, result, lease_until, created_at, expires_at, attempt"
 
 // prefixed returns cols with each column qualified by alias.
 func prefixed(alias string) string {
@@ -55,28 +62,30 @@ func prefixed(alias string) string {
 }
 
 // claimSQL: $1 key, $2 owner, $3 lease µs, $4 how long the row lives µs
-// (the longer of lease and TTL), $5 fingerprint, $6 waiter channel (” for
-// none).
+// (the lease, then the TTL: a takeover after the lease always finds the
+// row, and counts one more attempt), $5 fingerprint, $6 waiter channel (”
+// for none).
 const claimSQL = `WITH p AS MATERIALIZED (
   SELECT $1::bytea AS key, $2::bytea AS owner, $3::bigint * interval '1 microsecond' AS lease,
     $4::bigint * interval '1 microsecond' AS keep, $5::bytea AS fp, $6::text AS waiter,
-    clock_timestamp() AS now),
+    c.now, {FLOOR} AS floor
+  FROM (SELECT clock_timestamp() AS now) c),
 cur AS (
   SELECT r.*,
     r.expires_at > p.now AND (r.state IN ('c', 'f') OR r.state = 'p' AND (r.owner = p.owner
       OR r.lease_until > p.now AND (p.waiter = '' OR p.waiter = ANY (r.waiters)))) AS quiet,
     r.expires_at > p.now AND r.state = 'p' AND r.owner <> p.owner AND r.lease_until > p.now
-      AND p.waiter <> '' AND NOT p.waiter = ANY (coalesce(r.waiters, '{}')) AS enlist,
-    r.expires_at > p.now AND r.state = 'p' AND r.owner <> p.owner AND r.lease_until <= p.now AS took
+      AND p.waiter <> '' AND NOT p.waiter = ANY (coalesce(r.waiters, '{}')) AS enlist
   FROM {T} r, p WHERE r.key = p.key),
 ins AS (
-  INSERT INTO {T} AS r (key, state, fence, owner, lease_until, fingerprint, expires_at, waiters)
-  SELECT p.key, 'p', 1, p.owner, p.now + p.lease, p.fp, p.now + p.keep, '{}' FROM p
+  INSERT INTO {T} AS r (key, state, fence, owner, lease_until, fingerprint, expires_at, waiters, attempt)
+  SELECT p.key, 'p', p.floor, p.owner, p.now + p.lease, p.fp, p.now + p.keep, '{}', 1 FROM p
   WHERE NOT EXISTS (SELECT FROM cur WHERE cur.quiet OR cur.enlist)
-  ON CONFLICT (key) DO UPDATE SET state = 'p', fence = r.fence + 1, owner = excluded.owner,
+  ON CONFLICT (key) DO UPDATE SET state = 'p', fence = greatest(r.fence + 1, excluded.fence), owner = excluded.owner,
     lease_until = excluded.lease_until, fingerprint = excluded.fingerprint, result = NULL,
     created_at = NULL, expires_at = greatest(r.expires_at, excluded.expires_at),
-    waiters = CASE WHEN r.state = 'p' AND r.expires_at > (SELECT now FROM p) THEN r.waiters ELSE '{}' END
+    waiters = CASE WHEN r.state = 'p' AND r.expires_at > (SELECT now FROM p) THEN r.waiters ELSE '{}' END,
+    attempt = CASE WHEN r.state = 'p' AND r.expires_at > (SELECT now FROM p) THEN least(r.attempt, 2147483646) + 1 ELSE 1 END
   WHERE r.expires_at <= (SELECT now FROM p) OR r.state = 'r'
     OR r.state = 'p' AND r.lease_until <= (SELECT now FROM p) AND r.owner <> excluded.owner
   RETURNING r.*),
@@ -86,9 +95,9 @@ enl AS (
     AND r.expires_at > p.now AND r.state = 'p' AND r.owner <> p.owner AND r.lease_until > p.now
     AND NOT p.waiter = ANY (coalesce(r.waiters, '{}'))
   RETURNING r.*)
-SELECT 'w', {ins}, p.now, false, false FROM ins, p
-UNION ALL SELECT 'w', {enl}, p.now, false, false FROM enl, p
-UNION ALL SELECT 's', {cur}, p.now, coalesce(cur.quiet, false), coalesce(cur.took, false) FROM cur, p`
+SELECT 'w', {ins}, p.now, false FROM ins, p
+UNION ALL SELECT 'w', {enl}, p.now, false FROM enl, p
+UNION ALL SELECT 's', {cur}, p.now, coalesce(cur.quiet, false) FROM cur, p`
 
 // finishSQL completes (state c or f) or, with state r, releases the claim
 // of a token, and notifies the waiters' channels with the key's digest.
@@ -110,26 +119,28 @@ upd AS (
   WHERE r.key = p.key AND r.state = 'p' AND r.owner = p.owner AND r.fence = p.fence AND r.expires_at > p.now
   RETURNING r.*),
 woken AS (SELECT count(pg_notify(w, p.digest)) AS n FROM upd, p, unnest(upd.waiters) AS w)
-SELECT 'w', {upd}, p.now, false, false FROM upd, p, woken
-UNION ALL SELECT 's', {cur}, p.now, false, false FROM cur, p`
+SELECT 'w', {upd}, p.now, false FROM upd, p, woken
+UNION ALL SELECT 's', {cur}, p.now, false FROM cur, p`
 
-// renewSQL: $1 key, $2 owner, $3 fence, $4 lease µs. The row lives at
-// least as long as the lease.
+// renewSQL: $1 key, $2 owner, $3 fence, $4 lease µs. The row keeps
+// outliving the lease by what its claim gave it past its lease (the TTL,
+// or more): it ends no earlier than the new lease plus that margin.
 const renewSQL = `WITH p AS MATERIALIZED (
   SELECT $1::bytea AS key, $2::bytea AS owner, $3::bigint AS fence,
     $4::bigint * interval '1 microsecond' AS lease, clock_timestamp() AS now),
 cur AS (SELECT r.* FROM {T} r, p WHERE r.key = p.key),
 upd AS (
-  UPDATE {T} r SET lease_until = p.now + p.lease, expires_at = greatest(r.expires_at, p.now + p.lease)
+  UPDATE {T} r SET lease_until = p.now + p.lease,
+    expires_at = greatest(r.expires_at, p.now + p.lease + (r.expires_at - r.lease_until))
   FROM p
   WHERE r.key = p.key AND r.state = 'p' AND r.owner = p.owner AND r.fence = p.fence AND r.expires_at > p.now
   RETURNING r.*)
-SELECT 'w', {upd}, p.now, false, false FROM upd, p
-UNION ALL SELECT 's', {cur}, p.now, false, false FROM cur, p`
+SELECT 'w', {upd}, p.now, false FROM upd, p
+UNION ALL SELECT 's', {cur}, p.now, false FROM cur, p`
 
 // getSQL reads the row of $1, in any state (Get and Inspect).
 const getSQL = `WITH p AS MATERIALIZED (SELECT $1::bytea AS key, clock_timestamp() AS now)
-SELECT 's', {r}, p.now, false, false FROM {T} r, p WHERE r.key = p.key`
+SELECT 's', {r}, p.now, false FROM {T} r, p WHERE r.key = p.key`
 
 // forgetSQL deletes the row of $1 if it is completed, or ended.
 const forgetSQL = `WITH p AS MATERIALIZED (SELECT $1::bytea AS key, clock_timestamp() AS now),
@@ -138,8 +149,8 @@ del AS (
   DELETE FROM {T} r USING p
   WHERE r.key = p.key AND (r.state IN ('c', 'f') OR r.expires_at <= p.now)
   RETURNING r.*)
-SELECT 'w', {del}, p.now, false, false FROM del, p
-UNION ALL SELECT 's', {cur}, p.now, false, false FROM cur, p`
+SELECT 'w', {del}, p.now, false FROM del, p
+UNION ALL SELECT 's', {cur}, p.now, false FROM cur, p`
 
 // cleanupSQL deletes up to $1 rows that have ended, oldest first, skipping
 // rows that a transaction holds (it never waits, so it never deadlocks
@@ -160,8 +171,14 @@ type queries struct {
 	claim, finish, renew, get, getLocked, forget, cleanup, scan string
 }
 
+// floorSQL is fence.Floor of c.now in SQL: the whole microseconds since
+// 2025-01-01 UTC (extract gives a numeric, exact to the microsecond), at
+// least 1, at most 2^53.
+var floorSQL = fmt.Sprintf("least(greatest(floor((extract(epoch FROM c.now) - %d) * 1000000), 1), %d)::bigint",
+	fence.EpochUnix, uint64(fence.Max))
+
 func buildQueries(table string) queries {
-	r := strings.NewReplacer("{T}", table,
+	r := strings.NewReplacer("{T}", table, "{FLOOR}", floorSQL,
 		"{ins}", prefixed("ins"), "{enl}", prefixed("enl"), "{cur}", prefixed("cur"),
 		"{upd}", prefixed("upd"), "{del}", prefixed("del"), "{r}", prefixed("r"))
 	return queries{

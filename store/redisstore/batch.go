@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/idemrt/idem/internal/fence"
 	"github.com/idemrt/idem/store"
 )
 
@@ -25,6 +26,10 @@ type call struct {
 	// script, which answers for the record it finds.
 	first []byte
 	keep  int64
+	// fence is the fence of a claim that creates the record: the floor of
+	// the client's clock when the call was prepared (the claim script
+	// gets it too, as its last argument).
+	fence uint64
 	cmd   *redis.Cmd
 	// unsure is set once a reply of the call was lost: a copy of it may
 	// have run (see Store.repeat).
@@ -49,11 +54,13 @@ func (s *Store) prepare(op *store.Op) (call, bool) {
 			waiter = r.Waiter + ":" + op.Key
 		}
 		// A record in progress outlives its lease by the TTL (see
-		// packed.go), so a takeover always finds it and raises the fence.
+		// packed.go), so a takeover always finds it, raises the fence and
+		// counts one more attempt.
 		lease, keep := ms(r.Lease), ms(r.Lease)+ms(r.TTL)
-		c.sc, c.args = claimScript, []any{r.Owner, lease, ms(r.TTL), r.Fingerprint, waiter}
+		c.fence = fence.Floor(time.Now())
+		c.sc, c.args = claimScript, []any{r.Owner, lease, ms(r.TTL), r.Fingerprint, waiter, c.fence}
 		if op.Err == nil && s.first.use() {
-			c.first, c.keep = heldValue(r, keep, lease), keep
+			c.first, c.keep = heldValue(r, c.fence, keep, lease), keep
 		}
 	case store.OpComplete:
 		op.Err = store.CheckDuration("ttl", op.TTL)

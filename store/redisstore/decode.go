@@ -58,8 +58,8 @@ func (c call) corrupt(reason string) error {
 
 // decodeFirstClaim reads the reply of a claim sent as SET NX (call.first)
 // that SET answered: OK, it wrote the record, so the key is claimed with
-// fence 1 for the whole lease (the SET's nil goes on to the claim script,
-// see Store.run, and never reaches here).
+// the call's fence and attempt 1 for the whole lease (the SET's nil goes on
+// to the claim script, see Store.run, and never reaches here).
 func decodeFirstClaim(c call) {
 	op := c.op
 	v, err := c.cmd.Result()
@@ -71,8 +71,8 @@ func decodeFirstClaim(c call) {
 		op.Err = c.corrupt(fmt.Sprintf("unexpected SET reply %v", v))
 		return
 	}
-	op.Result = store.ClaimResult{Status: store.Claimed, Token: store.Token{Fence: 1, Owner: op.Claim.Owner},
-		LeaseLeft: time.Duration(ms(op.Claim.Lease)) * time.Millisecond}
+	op.Result = store.ClaimResult{Status: store.Claimed, Token: store.Token{Fence: c.fence, Owner: op.Claim.Owner},
+		Attempt: 1, LeaseLeft: time.Duration(ms(op.Claim.Lease)) * time.Millisecond}
 }
 
 // The decoders of each script's reply codes (see scripts.go) set op's
@@ -83,7 +83,7 @@ func decodeClaim(op *store.Op, r *reply, code int64, now time.Time) bool {
 	case 1:
 		op.Result = store.ClaimResult{Status: store.Claimed,
 			Token:     store.Token{Fence: r.uint(1), Owner: op.Claim.Owner},
-			LeaseLeft: r.millis(2), Takeover: r.int(3) == 1}
+			LeaseLeft: r.millis(2), Takeover: r.int(3) == 1, Attempt: r.attempt(4)}
 	case 2:
 		op.Result = store.ClaimResult{Status: store.Completed, Record: r.completed(1, now)}
 	case 3:

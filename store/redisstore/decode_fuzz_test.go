@@ -39,6 +39,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/idemrt/idem/internal/fence"
 	"github.com/idemrt/idem/store"
 )
 
@@ -145,17 +146,26 @@ func fuzzOp(kind store.OpKind, key string) *store.Op {
 
 var fuzzNow = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 
+// fence2026 is below every fence a claim that creates a record takes on a
+// client whose clock is past the start of 2026.
+var fence2026 = fence.Floor(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+
 // replySeeds are the replies the scripts send (see scripts.go), per op kind,
 // and a few broken ones.
 var replySeeds = map[store.OpKind][]any{
 	store.OpClaim: {
-		[]any{1, 1, 60000, 0},
+		[]any{1, 1, 60000, 0, 1},
+		[]any{1, 7, 30000, 1, 2},
+		[]any{1, 60_566_400_000_000, 30000, 0, 1},
 		[]any{1, 7, 30000, 1},
+		[]any{1, 7, 30000, 1, 0},
 		[]any{2, "3c03:7:owner-186400000:2:fp\"v\"", 86_000_000},
 		[]any{2, "3f01:0:1000:0:card declined", 900},
 		[]any{3, "3p12:1:o0:2:fp", 1234},
+		[]any{3, "4p160566400000000:1:o3:0:2:fp", 1234},
+		[]any{3, "4c160566400000000:1:o3:0:2:fp", 1234},
 		[]any{-1, "not a string: hash"},
-		[]any{"1", "7", "30000", "1"},
+		[]any{"1", "7", "30000", "1", "2"},
 		[]any{2, "3c03:1:o1000:2:fp\"v\"", -1},
 		[]any{2, "3c00:1:o1000:2:fp\"v\"", 5},
 		[]any{2, "3c03:1:o1000:2:fp\"v\"", int64(math.MaxInt64)},
@@ -389,12 +399,18 @@ func FuzzRecordRoundTrip(f *testing.F) {
 		if len(c.args) != 4 {
 			t.Fatalf("finish arguments %#v", c.args)
 		}
-		// The finish script on the owner's in-progress record: ARGV = "3p0"
+		// The finish script on the owner's in-progress record: ARGV = "4p0"
 		// and the token's tag, the completed value, ttl ms; it stores the
-		// value for ttl ms when the record holds the tag from byte 3 on.
-		held := packed{state: 'p', fence: fence, owner: []byte(owner), fp: fp, ms: 5}.encode()
-		if got, want := redisArg(t, c.args[0]), "3p0"+string(tokenTag(tok)); got != want || !strings.HasPrefix(string(held), got) {
+		// value for ttl ms when the record holds the tag from byte 3 on
+		// (a record of layout 3, written before attempts were counted,
+		// too: the script's slower path compares from byte 3 on).
+		held := packed{layout: layout4, state: 'p', fence: fence, attempt: 2, owner: []byte(owner), fp: fp, ms: 5}.encode()
+		if got, want := redisArg(t, c.args[0]), "4p0"+string(tokenTag(tok)); got != want || !strings.HasPrefix(string(held), got) {
 			t.Fatalf("finish prefix %q, want %q, a prefix of the held record %q", got, want, held)
+		}
+		old := packed{layout: layout3, state: 'p', fence: fence, owner: []byte(owner), fp: fp, ms: 5}.encode()
+		if got := redisArg(t, c.args[0]); got[3:] != string(old[3:3+len(got)-3]) {
+			t.Fatalf("finish tag %q is not the tag of the layout 3 record %q", got[3:], old)
 		}
 		if got := luaNumber(t, redisArg(t, c.args[2])); got != ttlMs {
 			t.Fatalf("finish ttl %d ms, want %d", got, ttlMs)
@@ -504,19 +520,22 @@ func FuzzClaimRoundTrip(f *testing.F) {
 		}
 
 		// The claim of a new key, SET <record> <first> NX PX keep: a record
-		// in progress of this owner, fence 1, holding the fingerprint, which
-		// outlives its lease by the TTL (keep = lease + ttl ms); SET's OK
-		// is the claim.
+		// in progress of this owner, with the fence the claim script would
+		// give a new record (its last argument: the floor of the client's
+		// clock) and attempt 1, holding the fingerprint, which outlives its
+		// lease by the TTL (keep = lease + ttl ms); SET's OK is the claim.
 		held, err := decodeValue(c.first)
 		lease1, keep := luaNumber(t, redisArg(t, c.args[1])), luaNumber(t, redisArg(t, c.args[1]))+luaNumber(t, redisArg(t, c.args[2]))
-		if err != nil || held.state != 'p' || held.fence != 1 || string(held.owner) != owner || !bytes.Equal(held.fp, fp) ||
-			held.ms != keep-lease1 || c.keep != keep || held.waiters {
-			t.Fatalf("first claim's value %q (keep %d): %+v, %v", c.first, c.keep, held, err)
+		floor := redisArg(t, c.args[5])
+		if err != nil || held.layout != layout4 || held.state != 'p' || strconv.FormatUint(held.fence, 10) != floor ||
+			held.fence != c.fence || held.fence < fence2026 || held.attempt != 1 || string(held.owner) != owner ||
+			!bytes.Equal(held.fp, fp) || held.ms != keep-lease1 || c.keep != keep || held.waiters {
+			t.Fatalf("first claim's value %q (keep %d, floor %s): %+v, %v", c.first, c.keep, floor, held, err)
 		}
 		first := &store.Op{Kind: store.OpClaim, Key: key, Claim: op.Claim}
-		s.decode(call{op: first, keys: s.keys(key), first: c.first, cmd: redis.NewCmdResult("OK", nil)}, fuzzNow)
-		if first.Err != nil || first.Result.Status != store.Claimed || first.Result.Token != (store.Token{Fence: 1, Owner: owner}) ||
-			first.Result.LeaseLeft < lease || first.Result.Takeover {
+		s.decode(call{op: first, keys: s.keys(key), first: c.first, fence: c.fence, cmd: redis.NewCmdResult("OK", nil)}, fuzzNow)
+		if first.Err != nil || first.Result.Status != store.Claimed || first.Result.Token != (store.Token{Fence: held.fence, Owner: owner}) ||
+			first.Result.Attempt != 1 || first.Result.LeaseLeft < lease || first.Result.Takeover {
 			t.Fatalf("first claim's OK: %+v, %v", first.Result, first.Err)
 		}
 
@@ -530,10 +549,10 @@ func FuzzClaimRoundTrip(f *testing.F) {
 			!bytes.Equal(r.Fingerprint, fp) || r.LeaseLeft != time.Duration(leftMs)*time.Millisecond {
 			t.Fatalf("in-progress reply: %+v, %v", r, other.Err)
 		}
-		// The claim itself: {1, fence, lease ms, takeover}.
-		decodeReply(s, op, []any{int64(1), int64(fence), luaNumber(t, redisArg(t, c.args[1])), int64(0)}, nil, fuzzNow)
+		// The claim itself: {1, fence, lease ms, takeover, attempt}.
+		decodeReply(s, op, []any{int64(1), int64(fence), luaNumber(t, redisArg(t, c.args[1])), int64(0), int64(3)}, nil, fuzzNow)
 		if op.Err != nil || op.Result.Status != store.Claimed || op.Result.Token != (store.Token{Fence: fence, Owner: owner}) ||
-			op.Result.LeaseLeft < lease || op.Result.Takeover {
+			op.Result.Attempt != 3 || op.Result.LeaseLeft < lease || op.Result.Takeover {
 			t.Fatalf("claimed reply: %+v, %v", op.Result, op.Err)
 		}
 	})

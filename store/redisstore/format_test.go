@@ -46,7 +46,7 @@ func TestRecordsOfOtherFormatsAreLeftAlone(t *testing.T) {
 		t.Fatalf("Scan lists %q, records of other formats", keys)
 	}
 	res, err := s.Claim(bg, "order-1", claimReq("new"))
-	if err != nil || res.Status != store.Claimed || res.Token.Fence != 1 {
+	if err != nil || res.Status != store.Claimed || res.Takeover || res.Attempt != 1 {
 		t.Fatalf("Claim = %+v, %v; want a first claim", res, err)
 	}
 	if got := scanKeys(t, s, "", 100); !slices.Equal(got, []string{"order-1"}) {

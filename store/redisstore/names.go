@@ -14,14 +14,17 @@ import (
 // (see Scan).
 //
 // "v3" is the version of the record's format: of its name and of its
-// value (packed.go), which starts with the same version ('3'). The first
-// format named records <prefix>{<SHA-256 of the key, unpadded base64url>},
-// with no version; v2 named them <prefix>v2{<name>} and kept each in a
-// hash; v3 keeps each in one string. A later format that changes the name
-// or the value takes the next version (v4). A store reads, lists and
-// writes records of its own version only, so it never misreads a record
-// of another one: it finds no record there (see docs/redis.md, Upgrading);
-// and a value of another format found at a v3 name is corrupt, never read.
+// value (packed.go), which starts with its layout ('3', or '4' for a claim
+// that keeps its attempt: the store reads both, so records written before
+// attempts were counted are read as they are). The first format named
+// records <prefix>{<SHA-256 of the key, unpadded base64url>}, with no
+// version; v2 named them <prefix>v2{<name>} and kept each in a hash; v3
+// keeps each in one string. A later format that changes the name, or a
+// value in a way this version cannot read, takes the next version (v4).
+// A store reads, lists and writes records of its own version only, so it
+// never misreads a record of another one: it finds no record there (see
+// docs/redis.md, Upgrading); and a value of another format found at a v3
+// name is corrupt, never read.
 const formatVersion = "v3"
 
 // RecordKey returns the Redis key of key's record: the prefix, the

@@ -9,25 +9,35 @@ import (
 	"github.com/idemrt/idem/store"
 )
 
-// A record is one Redis string value (format v3), a version byte, two
-// state bytes, then three length-prefixed byte strings with a number
-// before the second:
+// A record is one Redis string value, a layout byte, two state bytes,
+// then three length-prefixed byte strings with a number before the second
+// (and, in layout 4, one more before it):
 //
 //	3 <state> <waiters> <fence> : <len owner> : <owner> <ms> : <len fp> : <fp> <result>
+//	4 <state> <waiters> <fence> : <len owner> : <owner> <attempt> : <ms> : <len fp> : <fp>
 //
-// with no spaces, e.g. "3p01:21:" owner "86340000:32:" fingerprint. Its
-// fields:
+// with no spaces, e.g. "4p060566400000000:21:" owner "1:86340000:32:"
+// fingerprint. Its fields:
 //
-//	3        the format version, byte 0: a value that does not start with
-//	         it is no record of this format (corrupt, never misread)
+//	3, 4     the layout, byte 0: 3 for a completed record (c, f), and for a
+//	         claim (p, r) written before the store counted attempts; 4 for
+//	         a claim written since, which keeps its attempt. A value that
+//	         starts with neither is no record of format v3 (corrupt, never
+//	         misread), and so is a completed record of layout 4
 //	state    byte 1: p (in progress), c (completed), f (permanent error),
 //	         r (released)
 //	waiters  byte 2: 1 when the waiter set may hold waiters of other
 //	         instances (set by the claim that adds one), else 0; a finish
 //	         reads the waiter set only when it is 1
-//	fence    decimal, at least 1: increases with every claim while the
-//	         record exists
-//	owner    the owner of the claim that holds (p) or produced (c, f) it
+//	fence    decimal, at least 1: the fence of the claim that holds (p),
+//	         produced (c, f) or gave back (r) the record: a claim that
+//	         creates the record takes the floor of its client's clock
+//	         (internal/fence), every later claim of the string the fence + 1
+//	         or that floor, if larger
+//	owner    the owner of that claim
+//	attempt  layout 4: decimal, at least 1, the claims of the record (p),
+//	         1 for the claim that created it, one more for each takeover;
+//	         a claim of layout 3 counts as 1
 //	ms       decimal milliseconds: in progress, how long the record
 //	         outlives the lease, the TTL of the claim or more (the lease
 //	         ends when PTTL falls to ms);
@@ -46,9 +56,10 @@ import (
 // comparing bytes 3... with the token's encoding (tokenTag), without
 // parsing the record.
 const (
-	valueVersion = '3'
-	offState     = 1 // SETRANGE offsets used by the scripts
-	offWaiters   = 2
+	layout3    = '3' // completed records, and claims written before attempts
+	layout4    = '4' // claims, with their attempt
+	offState   = 1   // SETRANGE offsets used by the scripts
+	offWaiters = 2
 )
 
 // maxHeaderNumber bounds a header number (2^53), so that Lua's doubles
@@ -57,9 +68,11 @@ const maxHeaderNumber = 1 << 53
 
 // packed is a decoded record value.
 type packed struct {
+	layout  byte // layout3 or layout4
 	state   byte
 	waiters bool
 	fence   uint64
+	attempt int64 // layout4 only
 	ms      int64
 	owner   []byte
 	fp      []byte
@@ -73,8 +86,12 @@ func (p packed) encode() []byte {
 	if p.waiters {
 		w = '1'
 	}
-	b = append(b, valueVersion, p.state, w)
+	b = append(b, p.layout, p.state, w)
 	b = appendToken(b, p.fence, p.owner)
+	if p.layout == layout4 {
+		b = strconv.AppendInt(b, p.attempt, 10)
+		b = append(b, ':')
+	}
 	b = strconv.AppendInt(b, p.ms, 10)
 	b = append(b, ':')
 	b = strconv.AppendInt(b, int64(len(p.fp)), 10)
@@ -99,10 +116,11 @@ func tokenTag(tok store.Token) []byte {
 	return appendToken(make([]byte, 0, 24+len(tok.Owner)), tok.Fence, tok.Owner)
 }
 
-// heldPrefix is how a record held by tok with no waiters starts: "3p0"
-// and tok's tag (the finish script's first argument).
+// heldPrefix is how a record held by tok with no waiters, written by this
+// version, starts: "4p0" and tok's tag (the finish script's first
+// argument).
 func heldPrefix(tok store.Token) []byte {
-	return appendToken(append(make([]byte, 0, 27+len(tok.Owner)), valueVersion, 'p', '0'), tok.Fence, tok.Owner)
+	return appendToken(append(make([]byte, 0, 27+len(tok.Owner)), layout4, 'p', '0'), tok.Fence, tok.Owner)
 }
 
 var errNotV3 = errors.New("not a v3 record (a value of another format or application)")
@@ -110,13 +128,13 @@ var errNotV3 = errors.New("not a v3 record (a value of another format or applica
 // decodeValue reads a record value. It accepts exactly what encode
 // writes: anything else is the reason the record is corrupt.
 func decodeValue(v []byte) (packed, error) {
-	if len(v) == 0 || v[0] != valueVersion {
+	if len(v) == 0 || v[0] != layout3 && v[0] != layout4 {
 		return packed{}, errNotV3
 	}
 	if len(v) < 3 {
 		return packed{}, errors.New("garbled v3 header")
 	}
-	p := packed{state: v[1]}
+	p := packed{layout: v[0], state: v[1]}
 	switch p.state {
 	case 'p', 'c', 'f', 'r':
 	default:
@@ -134,6 +152,17 @@ func decodeValue(v []byte) (packed, error) {
 	var err error
 	if p.fence, p.owner, rest, err = tokenPart(rest); err != nil {
 		return packed{}, err
+	}
+	if p.layout == layout4 {
+		if p.state != 'p' && p.state != 'r' {
+			return packed{}, errors.New("a completed record of layout 4")
+		}
+		if p.attempt, rest, err = headerNumber(rest); err != nil {
+			return packed{}, err
+		}
+		if p.attempt == 0 {
+			return packed{}, errors.New("attempt 0")
+		}
 	}
 	if p.ms, rest, err = headerNumber(rest); err != nil {
 		return packed{}, err
@@ -194,17 +223,19 @@ func headerNumber(b []byte) (int64, []byte, error) {
 
 // completedValue is the value a Complete stores.
 func completedValue(tok store.Token, rec store.Record, ttl time.Duration) []byte {
-	p := packed{state: 'c', fence: tok.Fence, ms: ms(ttl), owner: []byte(tok.Owner), fp: rec.Fingerprint, result: rec.Value}
+	p := packed{layout: layout3, state: 'c', fence: tok.Fence, ms: ms(ttl), owner: []byte(tok.Owner), fp: rec.Fingerprint, result: rec.Value}
 	if rec.Failed {
 		p.state, p.result = 'f', []byte(rec.Error)
 	}
 	return p.encode()
 }
 
-// heldValue is the value of a first claim (fence 1) that keeps the record
+// heldValue is the value of a claim that creates the record, with fence
+// (the floor of the client's clock) and attempt 1, that keeps the record
 // for keep ms (lease + ttl), the first lease ms of it the lease.
-func heldValue(r store.ClaimRequest, keep, lease int64) []byte {
-	return packed{state: 'p', fence: 1, ms: keep - lease, owner: []byte(r.Owner), fp: r.Fingerprint}.encode()
+func heldValue(r store.ClaimRequest, fence uint64, keep, lease int64) []byte {
+	return packed{layout: layout4, state: 'p', fence: fence, attempt: 1, ms: keep - lease,
+		owner: []byte(r.Owner), fp: r.Fingerprint}.encode()
 }
 
 // maxSkewMs is how far a completed record's PTTL may exceed the TTL it

@@ -19,6 +19,8 @@ func FuzzDecodeValue(f *testing.F) {
 		"", "3", "3p", "3p0", "3p001:1:o0:0:", "3p01:1:o0:0:extra", "3p01:9:o", "3z01:0:0:0:",
 		"3p21:0:0:0:", "3p00:0:0:0:", "2c01:0:0:0:", "other app", "3c01:0:1000000000000000:0:",
 		"3c01:0:-5:0:", "3c01:0: 5:0:", "3c01:0:5:0", "3c09007199254740993:0:5:0:",
+		"4p060566400000000:1:o1:86340000:2:fp", "4r160566400000001:1:o2:0:0:", "4p01:1:o0:0:0:", "4c01:1:o1:1:0:v",
+		"4p01:1:o1:0:0:x", "4p01:1:o01:0:0:", "4p01:1:o9007199254740993:0:0:",
 	} {
 		f.Add([]byte(v), int64(1000))
 	}
@@ -32,6 +34,9 @@ func FuzzDecodeValue(f *testing.F) {
 		}
 		if p.fence == 0 || p.ms < 0 {
 			t.Fatalf("decodeValue(%q) = %+v: fence 0 or negative ms", v, p)
+		}
+		if p.layout == layout4 && (p.attempt < 1 || p.state == 'c' || p.state == 'f') || p.layout == layout3 && p.attempt != 0 {
+			t.Fatalf("decodeValue(%q) = %+v: an attempt that does not fit the layout", v, p)
 		}
 		rec, err := p.record(pttl, fuzzNow)
 		if err != nil {

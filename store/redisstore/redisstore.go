@@ -8,7 +8,13 @@
 // key (format v3, see RecordKey and docs/redis.md) whose expiry, set by
 // the server, carries the lease, so leases run on the Redis server's
 // clock; its name carries a hash tag, so every call touches one slot of a
-// cluster. Batches of operations go out as
+// cluster. A claim that creates a record takes its fence from the
+// client's clock (microseconds since 2025-01-01 UTC), since the claim of
+// a new key is no script and cannot read the server's; every later claim
+// of the record the fence + 1 or the client's floor, if larger. So a key's
+// fences rise across its records as long as the clocks of the instances
+// that share the Redis agree to within the time between them (docs/redis.md,
+// "Fences"). Batches of operations go out as
 // one pipeline (split per node by go-redis on a cluster). Scripts are loaded
 // at start on every master, and reloaded when a pipeline meets NOSCRIPT (a
 // restarted or failed-over node).

@@ -38,8 +38,9 @@ const (
 //     Renew need the token this Claim has not returned yet. A claim first
 //     sent as SET NX (the claim of a new key, see call.first) is repeated
 //     as the claim script: if the SET ran, the script finds the record it
-//     wrote, held by this owner with fence 1, and answers Claimed with
-//     that token; if it did not, the script claims the key itself. Only the end of
+//     wrote, held by this owner with the call's fence and attempt 1, and
+//     answers Claimed with that token; if it did not, the script claims
+//     the key itself. Only the end of
 //     the lease lets another owner take the key over, so a claim is
 //     repeated only within half a lease of its first send: the repeat then
 //     runs while the first copy's lease holds, unless it spends more than

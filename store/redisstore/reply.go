@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"time"
 
@@ -46,6 +47,16 @@ func (r *reply) uint(i int) uint64 {
 		r.err = fmt.Errorf("reply element %d is negative", i)
 	}
 	return uint64(n)
+}
+
+// attempt reads element i, a claim's attempt: at least 1 (a larger one
+// than a uint32 holds reads as the largest).
+func (r *reply) attempt(i int) uint32 {
+	n := r.int(i)
+	if n < 1 && r.err == nil {
+		r.err = fmt.Errorf("reply element %d: attempt %d", i, n)
+	}
+	return uint32(min(max(n, 0), math.MaxUint32))
 }
 
 func (r *reply) str(i int) string {

@@ -5,7 +5,8 @@ import "github.com/redis/go-redis/v9"
 // The scripts share these conventions.
 //
 // A record is one string, KEYS[1] = <prefix>v3{<name>} (see names.go),
-// whose value packed.go describes; KEYS[2] = <prefix>v3{<name>}:w is the
+// whose value packed.go describes (layout 3, or 4 for a claim written by
+// this version); KEYS[2] = <prefix>v3{<name>}:w is the
 // set of waiters from other instances, as "<instance>:<key>", read only
 // when the record's waiter flag says it may hold some. A record in
 // progress lives until its lease ends and then at least ttl more (a claim
@@ -56,33 +57,44 @@ const luaGet = `
 local v = redis.pcall('GET', KEYS[1])
 `
 
-// luaRecord defines parse(v): the value parsed, or nil and the reason it
-// is no record the store can read; record(): v parsed, false when absent,
-// or nil and the reason (the key is no string, or parse's); pttl():
-// KEYS[1]'s PTTL, or nil when it has no expiry. Replies that carry a
-// completed record pass its value on unparsed (a claim, a get): the client
-// decodes it and finds it corrupt as strictly.
+// luaRecord defines parse(v): the value parsed (att is 1 for a claim of
+// layout 3, which keeps no attempt), or nil and the reason it is no record
+// the store can read; record(): v parsed, false when absent, or nil and the
+// reason (the key is no string, or parse's); pttl(): KEYS[1]'s PTTL, or
+// nil when it has no expiry. Replies that carry a completed record pass its
+// value on unparsed (a claim, a get): the client decodes it and finds it
+// corrupt as strictly.
 const luaRecord = `
 local function num(n)
   return (#n < 16 or #n == 16 and n <= '9007199254740992') and (#n == 1 or string.byte(n, 1) ~= 48)
 end
 local function parse(v)
-  local st, w, fen, ol, at = string.match(v, '^3([pcfr])([01])(%d+):(%d+):()')
-  if not st then
-    if string.sub(v, 1, 1) ~= '3' then return nil, 'not a v3 record (a value of another format or application)' end
+  local lay, st, w, fen, ol, at = string.match(v, '^([34])([pcfr])([01])(%d+):(%d+):()')
+  if not lay then
+    local b = string.sub(v, 1, 1)
+    if b ~= '3' and b ~= '4' then return nil, 'not a v3 record (a value of another format or application)' end
     return nil, 'garbled v3 header'
   end
   if fen == '0' or not num(fen) or not num(ol) then return nil, 'a number of the header is 0, too long or not canonical' end
   ol = tonumber(ol)
   local own = string.sub(v, at, at + ol - 1)
   if #own < ol then return nil, 'shorter than its header says' end
-  local ms, fl, at2 = string.match(v, '^(%d+):(%d+):()', at + ol)
+  at = at + ol
+  local att = 1
+  if lay == '4' then
+    if st ~= 'p' and st ~= 'r' then return nil, 'a completed record of layout 4' end
+    local a, at1 = string.match(v, '^(%d+):()', at)
+    if not a then return nil, 'garbled v3 header' end
+    if a == '0' or not num(a) then return nil, 'a number of the header is 0, too long or not canonical' end
+    att, at = tonumber(a), at1
+  end
+  local ms, fl, at2 = string.match(v, '^(%d+):(%d+):()', at)
   if not ms then return nil, 'garbled v3 header' end
   if not num(ms) or not num(fl) then return nil, 'a number of the header is too long or not canonical' end
   local tail = at2 + tonumber(fl)
   if tail - 1 > #v then return nil, 'shorter than its header says' end
   if (st == 'p' or st == 'r') and tail <= #v then return nil, 'a result after a record in progress or released' end
-  return {v = v, st = st, w = w, fen = fen, ms = tonumber(ms), own = own, fp = string.sub(v, at2, tail - 1)}
+  return {v = v, st = st, w = w, fen = fen, att = att, ms = tonumber(ms), own = own, fp = string.sub(v, at2, tail - 1)}
 end
 local function record()
   if type(v) == 'table' then return nil, 'not a string: ' .. redis.call('TYPE', KEYS[1]).ok end
@@ -99,12 +111,16 @@ local function notSet()
 end
 `
 
-// claimScript: ARGV = owner, lease ms, ttl ms, fingerprint, waiter member.
-// Replies:
+// claimScript: ARGV = owner, lease ms, ttl ms, fingerprint, waiter member,
+// fence floor (fence.Floor of the client's clock). A claim that creates the
+// record takes the floor as its fence and attempt 1; a takeover, fence + 1
+// or the floor if larger, and attempt + 1; the claim of a released record
+// (a new record in the same string) fence + 1 or the floor too, and attempt
+// 1. Every claim writes layout 4. Replies:
 //
-//	{1, fence, lease left ms, takeover}     claimed
-//	{2, value, pttl}                        completed
-//	{3, value, lease left ms}               in progress (value: the holder's)
+//	{1, fence, lease left ms, takeover, attempt}   claimed
+//	{2, value, pttl}                               completed
+//	{3, value, lease left ms}                      in progress (value: the holder's)
 //
 // redis.calls: new key GET, PSETEX; completed GET, PTTL; our own claim
 // again GET, PTTL; in progress GET, PTTL, and with a waiter SADD, PEXPIRE,
@@ -114,8 +130,8 @@ const claimSrc = luaGet + `
 local lease = tonumber(ARGV[2])
 local keep = lease + tonumber(ARGV[3])
 if v == false then
-  redis.call('PSETEX', KEYS[1], keep, '3p01:' .. #ARGV[1] .. ':' .. ARGV[1] .. (keep - lease) .. ':' .. #ARGV[4] .. ':' .. ARGV[4])
-  return {1, 1, lease, 0}
+  redis.call('PSETEX', KEYS[1], keep, '4p0' .. ARGV[6] .. ':' .. #ARGV[1] .. ':' .. ARGV[1] .. '1:' .. (keep - lease) .. ':' .. #ARGV[4] .. ':' .. ARGV[4])
+  return {1, tonumber(ARGV[6]), lease, 0, 1}
 end
 if type(v) == 'string' then
   local head = string.sub(v, 1, 2)
@@ -126,10 +142,10 @@ local r, bad = record()
 if not r then return {-1, bad} end
 local pt = pttl()
 if not pt then return {-1, 'record has no TTL'} end
-local takeover, w = 0, '0'
+local takeover, w, att = 0, '0', 1
 if r.st == 'p' then
   local left = pt - r.ms
-  if r.own == ARGV[1] then return {1, tonumber(r.fen), left, 0} end
+  if r.own == ARGV[1] then return {1, tonumber(r.fen), left, 0, r.att} end
   if left > 0 then
     if ARGV[5] ~= '' then
       local added = redis.pcall('SADD', KEYS[2], ARGV[5])
@@ -139,26 +155,29 @@ if r.st == 'p' then
     end
     return {3, r.v, left}
   end
-  takeover, w = 1, r.w
+  takeover, w, att = 1, r.w, r.att + 1
 end
 if tonumber(r.fen) >= 9007199254740992 then return {-1, 'the fence is at its 2^53 limit'} end
-local fen = string.format('%d', tonumber(r.fen) + 1)
+local fen = string.format('%d', math.max(tonumber(r.fen) + 1, tonumber(ARGV[6])))
+att = string.format('%d', att)
 local px = math.max(pt, keep)
-redis.call('PSETEX', KEYS[1], px, '3p' .. w .. fen .. ':' .. #ARGV[1] .. ':' .. ARGV[1] ..
+redis.call('PSETEX', KEYS[1], px, '4p' .. w .. fen .. ':' .. #ARGV[1] .. ':' .. ARGV[1] .. att .. ':' ..
   (px - lease) .. ':' .. #ARGV[4] .. ':' .. ARGV[4])
-return {1, tonumber(fen), lease, takeover}
+return {1, tonumber(fen), lease, takeover, tonumber(att)}
 `
 
 var claimScript = redis.NewScript(claimSrc)
 
 // finishScript completes or releases a claim and wakes the waiters of
-// other instances. ARGV = "3p0" and the token's tag (tokenTag: fence and
+// other instances. ARGV = "4p0" and the token's tag (tokenTag: fence and
 // owner as the record holds them from byte 3 on), the completed value (""
 // to release), ttl ms, inbox channel prefix. The record is the caller's
-// when it starts with "3", its state, a waiter flag and the tag: then the
-// script writes without parsing the rest, which it replaces. A completion
-// of a record in progress with no waiters, the common case, is one
-// comparison of the record's first bytes with ARGV[1]. Replies:
+// when it starts with its layout (3 or 4), its state, a waiter flag and the
+// tag: then the script writes without parsing the rest, which it replaces.
+// A completion of a record in progress of layout 4 with no waiters, the
+// common case, is one comparison of the record's first bytes with ARGV[1].
+// A completed value is of layout 3; a release keeps the record's layout.
+// Replies:
 //
 //	{1}                        done
 //	{2, value, pttl}           our own completion, replayed
@@ -173,7 +192,8 @@ if ARGV[2] ~= '' and type(v) == 'string' and string.sub(v, 1, #ARGV[1]) == ARGV[
   return {1}
 end
 local tag, st, w = string.sub(ARGV[1], 4), '', ''
-if type(v) == 'string' and string.sub(v, 1, 1) == '3' and string.sub(v, 4, 3 + #tag) == tag then
+local lay = type(v) == 'string' and string.sub(v, 1, 1)
+if (lay == '3' or lay == '4') and string.sub(v, 4, 3 + #tag) == tag then
   st, w = string.sub(v, 2, 2), string.sub(v, 3, 3)
 end
 ` + luaRecord + `
@@ -212,9 +232,10 @@ return {0}
 var finishScript = redis.NewScript(finishSrc)
 
 // renewScript renews a lease. ARGV = owner, fence, lease ms. Replies {1}
-// or {0} (lease lost). redis.calls: GET, PTTL, PSETEX (the same value with
-// the lease's new offset: the record lives at least the new lease plus
-// the record's ms, so it still outlives the lease by the TTL or more).
+// or {0} (lease lost). redis.calls: GET, PTTL, PSETEX (the same claim, in
+// layout 4, with the lease's new offset: the record lives at least the new
+// lease plus the record's ms, so it still outlives the lease by the TTL or
+// more).
 const renewSrc = luaGet + luaRecord + `
 local r, bad = record()
 if r == nil then return {-1, bad} end
@@ -223,8 +244,8 @@ if r and r.st == 'p' and r.own == ARGV[1] and r.fen == ARGV[2] then
   if not pt then return {-1, 'record has no TTL'} end
   local lease = tonumber(ARGV[3])
   local px = math.max(pt, lease + r.ms)
-  redis.call('PSETEX', KEYS[1], px, '3p' .. r.w .. r.fen .. ':' .. #r.own .. ':' .. r.own ..
-    (px - lease) .. ':' .. #r.fp .. ':' .. r.fp)
+  redis.call('PSETEX', KEYS[1], px, '4p' .. r.w .. r.fen .. ':' .. #r.own .. ':' .. r.own ..
+    string.format('%d', r.att) .. ':' .. (px - lease) .. ':' .. #r.fp .. ':' .. r.fp)
   return {1}
 end
 return {0}
@@ -291,7 +312,8 @@ var allScripts = []*redis.Script{claimScript, finishScript, renewScript, getScri
 // Tools that drive the scripts themselves (the benchmark harness runs
 // redis-benchmark on the claim script) use it. The claim script's KEYS are
 // the record and its waiter set, its ARGV owner, lease ms, ttl ms,
-// fingerprint and waiter member ("" for none).
+// fingerprint, waiter member ("" for none) and the fence of a claim that
+// creates the record (a canonical decimal from 1 to 2^53).
 func ScriptSource(name string) string {
 	switch name {
 	case "claim":

@@ -157,6 +157,7 @@ func (c *client) do(in LinearInput) LinearOutput {
 		out := c.outcome(err)
 		if err == nil {
 			out.Status, out.Token, out.Takeover, out.LeaseLeft = res.Status, res.Token, res.Takeover, res.LeaseLeft
+			out.Attempt = res.Attempt
 			out.Fingerprint, out.Record = string(res.Fingerprint), c.record(res.Record)
 		}
 		return out

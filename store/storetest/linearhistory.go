@@ -56,6 +56,7 @@ type LinearOutput struct {
 	Status    store.Status
 	Token     store.Token
 	Takeover  bool
+	Attempt   uint32
 	LeaseLeft time.Duration
 	// Fingerprint of the holder (InProgress).
 	Fingerprint string
@@ -141,7 +142,8 @@ func describeOutput(in LinearInput, out LinearOutput) string {
 	case store.OpClaim:
 		switch out.Status {
 		case store.Claimed:
-			return fmt.Sprintf("claimed %s/%d takeover=%v left=%v", out.Token.Owner, out.Token.Fence, out.Takeover, out.LeaseLeft)
+			return fmt.Sprintf("claimed %s/%d takeover=%v attempt=%d left=%v", out.Token.Owner, out.Token.Fence, out.Takeover,
+				out.Attempt, out.LeaseLeft)
 		case store.InProgress:
 			return fmt.Sprintf("in-progress fence=%d fp=%q left=%v", out.Token.Fence, out.Fingerprint, out.LeaseLeft)
 		case store.Completed:

@@ -85,6 +85,14 @@ func (b *broken) Claim(ctx context.Context, key string, req store.ClaimRequest) 
 	if b.bug == "noTakeoverFlag" {
 		res.Takeover = false
 	}
+	if b.bug == "attemptNotCounted" && res.Takeover {
+		res.Attempt = 1 // a takeover counted as a new record
+	}
+	if b.bug == "fenceRestarts" && err == nil && res.Status == store.Claimed && res.Token.Fence > 1 && !res.Takeover && b.every(2) {
+		// A claim that starts a record answers a smaller fence than the
+		// store holds: one of fence 1 does not know the key's earlier records.
+		res.Token.Fence = 1
+	}
 	return res, err
 }
 
@@ -113,7 +121,8 @@ func (c *catcher) Failed() bool {
 }
 
 func TestLinearizableFindsBugs(t *testing.T) {
-	for _, bug := range []string{"lostComplete", "releaseLies", "staleGet", "oldFence", "renewIgnored", "noTakeoverFlag"} {
+	for _, bug := range []string{"lostComplete", "releaseLies", "staleGet", "oldFence", "renewIgnored", "noTakeoverFlag",
+		"attemptNotCounted", "fenceRestarts"} {
 		t.Run(bug, func(t *testing.T) {
 			var mu sync.Mutex
 			clocks := map[testing.TB]*clock.Fake{}

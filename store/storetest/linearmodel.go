@@ -23,7 +23,8 @@ type keyState struct {
 	state     uint8
 	owner     string
 	fence     uint64 // 0 while unknown: the claim's reply was lost
-	lastFence uint64 // a lower bound of the next fence
+	lastFence uint64 // a lower bound of the next fence, in any record of the key
+	attempt   uint32 // the holder's attempt (held)
 	fp        string
 	leaseEnd  time.Duration // exact clock only
 	rec       LinearRecord
@@ -34,8 +35,10 @@ type keyState struct {
 // porcupine model of one key, with histories partitioned by key. The
 // outcomes the contract leaves to the store are accepted and then held
 // against it: the fence of a new claim only has to be larger than every
-// earlier one (since the key was last forgotten or expired), and once seen it
-// is the fence the key's holder must show.
+// earlier one of the key (in its earlier records too: released, forgotten
+// or expired), and once seen it is the fence the key's holder must show. A
+// claim's attempt is the model's own: 1 for a claim that creates the
+// record, one more for a takeover, the holder's for its claim sent again.
 //
 // With exact set, the store's clock moves only by the advances recorded in
 // the history (a fake clock read inside each operation's critical section):
@@ -57,8 +60,6 @@ type keyState struct {
 //     concurrent calls on different keys (a weaker check, never a false one);
 //   - without an exact clock: expiry, takeover (the flag must be false),
 //     what Renew does to the lease, and record times beyond their length;
-//   - fences across a Forget or a record's expiry: the contract lets them
-//     start again, so the model does too;
 //   - waiters and wake-ups, batches, invalid arguments and keys, eviction,
 //     the store's own failures (they are calls of unknown outcome);
 //   - the fingerprint of a completed record against its claim, and anything
@@ -120,7 +121,7 @@ func (m linearModel) step(s keyState, in LinearInput, out LinearOutput) []keySta
 	case 0:
 		s.now += in.Advance
 		if s.state == done && s.now >= s.recEnd {
-			s = keyState{now: s.now}
+			s = keyState{now: s.now, lastFence: s.lastFence}
 		}
 		return one(s)
 	case store.OpClaim:
@@ -149,7 +150,7 @@ func (m linearModel) step(s keyState, in LinearInput, out LinearOutput) []keySta
 		case s.state == held && (out.Unknown || out.Err == InProgress):
 			return one(s)
 		case s.state == done && (out.Unknown || out.Err == NoError):
-			return one(keyState{now: s.now})
+			return one(keyState{now: s.now, lastFence: s.lastFence})
 		case s.state == absent && (out.Unknown || out.Err == NoError):
 			return one(s)
 		}
@@ -171,7 +172,7 @@ func (m linearModel) claim(s keyState, in LinearInput, out LinearOutput) []keySt
 			return one(s)
 		}
 		if out.Err != NoError || out.Status != store.Claimed || out.Takeover || out.Token.Owner != in.Owner ||
-			!m.leaseLeft(s, out.LeaseLeft) {
+			out.Attempt != s.attempt || !m.leaseLeft(s, out.LeaseLeft) {
 			return nil
 		}
 		return m.sameFence(s, out.Token.Fence)
@@ -188,12 +189,15 @@ func (m linearModel) claim(s keyState, in LinearInput, out LinearOutput) []keySt
 	// Absent, or held under an expired lease: a new claim.
 	takeover := s.state == held
 	n := keyState{now: s.now, state: held, owner: in.Owner, lastFence: max(s.lastFence, s.fence),
-		fp: in.Fingerprint, leaseEnd: s.now + in.Lease}
+		attempt: 1, fp: in.Fingerprint, leaseEnd: s.now + in.Lease}
+	if takeover {
+		n.attempt = s.attempt + 1
+	}
 	if out.Unknown {
 		return one(n) // its fence is unknown until a reply shows it
 	}
 	if out.Err != NoError || out.Status != store.Claimed || out.Takeover != takeover ||
-		out.Token.Owner != in.Owner || out.Token.Fence <= n.lastFence {
+		out.Token.Owner != in.Owner || out.Token.Fence <= n.lastFence || out.Attempt != n.attempt {
 		return nil
 	}
 	if m.exact && out.LeaseLeft != in.Lease || !m.exact && (out.LeaseLeft <= 0 || out.LeaseLeft > in.Lease) {

@@ -31,7 +31,7 @@ func claimIn(owner string) storetest.LinearInput {
 }
 
 func claimed(owner string, fence uint64) storetest.LinearOutput {
-	return storetest.LinearOutput{Status: store.Claimed, Token: store.Token{Fence: fence, Owner: owner}, LeaseLeft: lease}
+	return storetest.LinearOutput{Status: store.Claimed, Token: store.Token{Fence: fence, Owner: owner}, Attempt: 1, LeaseLeft: lease}
 }
 
 func inProgress(fence uint64) storetest.LinearOutput {
@@ -72,8 +72,55 @@ func TestLinearModelSequential(t *testing.T) {
 		{10, 11, storetest.LinearInput{Kind: store.OpGet, Key: "k"}, storetest.LinearOutput{Record: rec}},
 		{12, 13, tokIn(store.OpRelease, "a", 3), leaseLost},
 		{14, 15, storetest.LinearInput{Kind: store.OpForget, Key: "k"}, ok},
-		{16, 17, claimIn("c"), claimed("c", 1)}, // fences may restart after Forget
+		{16, 17, claimIn("c"), claimed("c", 4)}, // a new record: attempt 1, a fence above 3
 	})
+}
+
+// Fences never go back for a key: a claim after a Forget (or a release)
+// answers a fence above every earlier one.
+func TestLinearModelFenceRisesAcrossRecords(t *testing.T) {
+	rec := storetest.LinearRecord{Value: "v", Token: store.Token{Fence: 3, Owner: "a"}, Life: lease}
+	hist := []hop{
+		{0, 1, claimIn("a"), claimed("a", 3)},
+		{2, 3, storetest.LinearInput{Kind: store.OpComplete, Key: "k", Token: rec.Token, Value: "v", TTL: lease},
+			storetest.LinearOutput{Record: rec}},
+		{4, 5, storetest.LinearInput{Kind: store.OpForget, Key: "k"}, ok},
+		{6, 7, claimIn("b"), claimed("b", 3)},
+	}
+	check(t, false, porcupine.Illegal, hist)
+	hist[3].out = claimed("b", 1000)
+	check(t, false, porcupine.Ok, hist)
+}
+
+// Attempt counts the claims of a record: 2 for a takeover, the holder's
+// own for its claim again, 1 after a release.
+func TestLinearModelAttempt(t *testing.T) {
+	tick := hop{2, 3, storetest.LinearInput{Advance: 2 * time.Second}, ok}
+	short := claimIn("a")
+	short.Lease = time.Second
+	first := claimed("a", 1)
+	first.LeaseLeft = time.Second
+	takeover := claimed("b", 2)
+	takeover.Takeover, takeover.Attempt = true, 2
+	again := takeover
+	again.Takeover = false
+	hist := []hop{
+		{0, 1, short, first},
+		tick,
+		{4, 5, claimIn("b"), takeover},
+		{6, 7, claimIn("b"), again},
+		{8, 9, tokIn(store.OpRelease, "b", 2), ok},
+		{10, 11, claimIn("c"), claimed("c", 3)},
+	}
+	check(t, true, porcupine.Ok, hist)
+	for i, wrong := range []uint32{1, 3} {
+		bad := append([]hop(nil), hist...)
+		bad[2+i].out.Attempt = wrong
+		check(t, true, porcupine.Illegal, bad)
+	}
+	bad := append([]hop(nil), hist...)
+	bad[5].out.Attempt = 3 // counted on across the release
+	check(t, true, porcupine.Illegal, bad)
 }
 
 // A Release that released the key, answered ErrLeaseLost because a retry ran
@@ -127,7 +174,7 @@ func TestLinearModelExactClock(t *testing.T) {
 	left := inProgress(1)
 	left.LeaseLeft = time.Nanosecond
 	takeover := claimed("b", 2)
-	takeover.Takeover = true
+	takeover.Takeover, takeover.Attempt = true, 2
 	hist := []hop{
 		{0, 1, short, out},
 		tick(2, time.Second-1),

@@ -17,7 +17,8 @@ type modelKey struct {
 	rec       store.Record
 	recCall   time.Duration // how long the call that returned rec took
 	recEnd    ends          // when the record ends
-	lastFence uint64
+	lastFence uint64        // the largest fence handed out for the key, in any record
+	attempt   uint32        // the holder's attempt (progress)
 	tokens    []store.Token // every token the store handed out for the key
 }
 
@@ -112,7 +113,7 @@ func worlds(mk *modelKey, b, a time.Time) []modelKey {
 	if w.state == "progress" {
 		ended.leaseOver = true
 	} else {
-		ended.state, ended.lastFence = "", 0
+		ended.state = ""
 	}
 	switch p {
 	case live:

@@ -142,8 +142,9 @@ func (r *randomRun) claim(k string, mk *modelKey) {
 			}
 			return r.s.sameRecord(res.Record, w.rec, w.recCall+a.Sub(b))
 		case w.state == "progress" && w.token.Owner == owner:
-			if res.Status != store.Claimed || res.Token != w.token {
-				return fmt.Errorf("replayed claim = %v %+v, want claimed %+v", res.Status, res.Token, w.token)
+			if res.Status != store.Claimed || res.Token != w.token || res.Attempt != w.attempt {
+				return fmt.Errorf("replayed claim = %v %+v attempt %d, want claimed %+v attempt %d",
+					res.Status, res.Token, res.Attempt, w.token, w.attempt)
 			}
 		case w.state == "progress" && !w.leaseOver:
 			if res.Status != store.InProgress || res.Token.Fence != w.token.Fence || !bytes.Equal(res.Fingerprint, w.fp) {
@@ -151,15 +152,19 @@ func (r *randomRun) claim(k string, mk *modelKey) {
 					res.Status, res.Token.Fence, res.Fingerprint, w.token.Fence, w.fp)
 			}
 		default:
-			wantTakeover := w.state == "progress"
-			if res.Status != store.Claimed || res.Takeover != wantTakeover {
-				return fmt.Errorf("claim = %v takeover=%v, want claimed takeover=%v", res.Status, res.Takeover, wantTakeover)
+			wantTakeover, wantAttempt := w.state == "progress", uint32(1)
+			if wantTakeover {
+				wantAttempt = w.attempt + 1
+			}
+			if res.Status != store.Claimed || res.Takeover != wantTakeover || res.Attempt != wantAttempt {
+				return fmt.Errorf("claim = %v takeover=%v attempt=%d, want claimed takeover=%v attempt=%d",
+					res.Status, res.Takeover, res.Attempt, wantTakeover, wantAttempt)
 			}
 			if res.Token.Fence <= w.lastFence || res.Token.Owner != owner {
 				return fmt.Errorf("new token %+v: want owner %s and a fence above %d", res.Token, owner, w.lastFence)
 			}
 			w.state, w.token, w.leaseEnd, w.fp = "progress", res.Token, r.m.grant(lease, short, b, a), fp
-			w.lastFence = res.Token.Fence
+			w.lastFence, w.attempt = res.Token.Fence, res.Attempt
 			w.tokens = append(w.tokens, res.Token)
 		}
 		return nil
@@ -288,7 +293,7 @@ func (r *randomRun) forget(k string, mk *modelKey) {
 			if err != nil {
 				return fmt.Errorf("forget: %v", err)
 			}
-			w.state, w.lastFence = "", 0
+			w.state = ""
 		default:
 			if err != nil {
 				return fmt.Errorf("forget of an absent key: %v", err)

@@ -65,6 +65,8 @@ func Run(t *testing.T, h Harness) {
 	t.Run("ClaimInProgress", s.claimInProgress)
 	t.Run("Takeover", s.takeover)
 	t.Run("StaleOwnerFenced", s.staleOwnerFenced)
+	t.Run("FencesRise", s.fencesRise)
+	t.Run("FencesRiseOnEveryKey", s.fencesRiseOnEveryKey)
 	t.Run("CompleteAfterExpiryUntaken", s.completeAfterExpiryUntaken)
 	t.Run("RecordRoundTrip", s.recordRoundTrip)
 	t.Run("PermanentErrorRoundTrip", s.permanentErrorRoundTrip)
