@@ -26,7 +26,8 @@ type Claim struct {
 	// Attempt counts the claims of the key since its record was created:
 	// 1 for the first; each takeover adds one. A release (a transient
 	// failure), a Forget or the record's expiry starts a new record, and
-	// the next claim is 1 again.
+	// the next claim is 1 again. It is 0 with a store of your own that does
+	// not count claims (store.ClaimResult.Attempt).
 	Attempt int
 	// Takeover is true when this claim took the key from an owner whose
 	// lease ended without a result: that owner's effects may have
