@@ -37,8 +37,9 @@ type Config struct {
 	NoProgress   bool          `json:"-"`
 	RedisBench   bool          `json:"redis_benchmark"`
 	PollInterval time.Duration `json:"poll_interval"`
-	Shards       int           `json:"shards,omitempty"`  // idem's Options.Shards; 0: its default
-	Metrics      string        `json:"metrics,omitempty"` // address to serve Prometheus metrics on
+	Shards       int           `json:"shards,omitempty"`   // idem's Options.Shards; 0: its default
+	Metrics      string        `json:"metrics,omitempty"`  // address to serve Prometheus metrics on
+	NoSizes      bool          `json:"no_sizes,omitempty"` // the memory per key and per record were not measured
 }
 
 var allScenarios = []string{"unique", "storm", "replay", "zipf", "slow", "xstorm"}
@@ -119,6 +120,7 @@ func defineFlags(fs *flag.FlagSet, c *Config, raw *rawFlags) {
 	fs.DurationVar(&c.PollInterval, "poll-interval", 50*time.Millisecond, "sleep between checks of the poll baseline")
 	fs.IntVar(&c.Shards, "shards", 0, "idem's shard count (0: its default, 2 × GOMAXPROCS)")
 	fs.StringVar(&c.Metrics, "metrics", "", "serve idem's Prometheus metrics on this address while running, e.g. :9090 (idem then runs with its observer on)")
+	fs.BoolVar(&c.NoSizes, "no-sizes", false, "do not measure the memory per key in flight and per stored record after the scenarios")
 }
 
 // setStore sets c.Store, c.Stores, c.RedisAddrs and c.PostgresDSN from

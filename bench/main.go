@@ -134,11 +134,13 @@ func runAll(ctx context.Context, cfg Config) (*Report, error) {
 	if err := runScenarios(ctx, e, rep); err != nil {
 		return nil, err
 	}
-	if sz, err := measureSizes(ctx, e.forStore(cfg.Stores[0])); err != nil {
-		fmt.Fprintln(os.Stderr, "bench: measuring sizes:", err)
-	} else {
-		rep.Sizes = append(rep.Sizes, sz)
-		printSizes(os.Stdout, rep.Sizes)
+	if !cfg.NoSizes {
+		if sz, err := measureSizes(ctx, e.forStore(cfg.Stores[0])); err != nil {
+			fmt.Fprintln(os.Stderr, "bench: measuring sizes:", err)
+		} else {
+			rep.Sizes = append(rep.Sizes, sz)
+			printSizes(os.Stdout, rep.Sizes)
+		}
 	}
 	rb := redisBenchmark(ctx, e)
 	rep.WorkloadAllocsPerOp = workloadAllocs(e.prefix + "memory:unique:idem:k")
