@@ -172,17 +172,30 @@ type idemSystem struct {
 // newIdemSystem builds idem ("idem-nocache": without its result cache) on
 // the configured store, keys under ns.
 func newIdemSystem(name string, e *env, ns string) (system, error) {
-	opts := idem.Options{Policy: idem.Policy{Settle: e.cfg.Settle}, DisableCache: name == "idem-nocache", Shards: e.cfg.Shards}
-	if e.col != nil {
-		opts.Observer = e.col
-	}
 	var client redis.UniversalClient
+	var st store.Store
 	if e.cfg.Store != "memory" {
-		c, st, err := e.sharedStore(ns)
+		c, s, err := e.sharedStore(ns)
 		if err != nil {
 			return nil, err
 		}
-		client, opts.Store = c, st
+		client, st = c, s
+	}
+	rt, err := e.newRuntime(name, st)
+	if err != nil {
+		closeStore(st, client, e.pg)
+		return nil, err
+	}
+	return &idemSystem{n: name, rt: rt, client: client, pg: e.pg, st: st}, nil
+}
+
+// newRuntime returns the runtime of idem system name ("idem-nocache":
+// without its result cache) on st (nil: the memory store), watched by
+// the -metrics collector if there is one.
+func (e *env) newRuntime(name string, st store.Store) (*idem.Runtime, error) {
+	opts := idem.Options{Policy: idem.Policy{Settle: e.cfg.Settle}, DisableCache: name == "idem-nocache", Shards: e.cfg.Shards, Store: st}
+	if e.col != nil {
+		opts.Observer = e.col
 	}
 	rt, err := idem.New(opts)
 	if err != nil {
@@ -191,7 +204,7 @@ func newIdemSystem(name string, e *env, ns string) (system, error) {
 	if e.col != nil {
 		e.col.Watch(rt)
 	}
-	return &idemSystem{n: name, rt: rt, client: client, pg: e.pg, st: opts.Store}, nil
+	return rt, nil
 }
 
 func (s *idemSystem) name() string { return s.n }

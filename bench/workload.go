@@ -108,6 +108,11 @@ type run struct {
 	maxID    int64 // ids below it may have been used (for the checks)
 	progress io.Writer
 	meter    *redisMeter // on Redis: the server's CPU
+	// What the measured windows add up to: one window, or one per round
+	// when the systems of a scenario alternate.
+	elapsed    time.Duration
+	mallocs    uint64
+	allocBytes uint64
 }
 
 func (r *run) newWorker(work time.Duration) *worker {
@@ -146,13 +151,27 @@ func (r *run) execute(ctx context.Context) (Result, error) {
 	// The harness's own setup (workers, progress, the Redis meter's INFO)
 	// comes before the allocations window opens.
 	r.setupWorkers()
-	stopProgress := r.startProgress()
 	r.meter.start(ctx)
+	if err := r.measure(ctx, r.cfg.Duration); err != nil {
+		return Result{}, err
+	}
+	res := r.result()
+	res.RedisCPU = r.meter.stop(ctx, res.Calls)
+	return res, nil
+}
+
+// measure runs the scenario's callers for d (one window), and adds its
+// time and allocations to the run's. A run measured in rounds
+// calls it once per round, with the same workers and keys: unique keys go
+// on where the last round stopped, and the zipf mix finds the keys earlier
+// rounds completed.
+func (r *run) measure(ctx context.Context, d time.Duration) error {
+	stopProgress := r.startProgress()
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
 	start := time.Now()
-	deadline := start.Add(r.cfg.Duration)
+	deadline := start.Add(d)
 	switch r.scenario {
 	case "unique":
 		r.unique(ctx, deadline)
@@ -167,15 +186,17 @@ func (r *run) execute(ctx context.Context) (Result, error) {
 	case "xstorm":
 		r.xstorm(ctx, deadline)
 	default:
-		return Result{}, fmt.Errorf("unknown scenario %q", r.scenario)
+		stopProgress()
+		return fmt.Errorf("unknown scenario %q", r.scenario)
 	}
 	elapsed := time.Since(start)
 	stopProgress()
 	runtime.ReadMemStats(&after)
 	r.maxID = r.nextID.Load()
-	res := r.result(elapsed, &before, &after)
-	res.RedisCPU = r.meter.stop(ctx, res.Calls)
-	return res, nil
+	r.elapsed += elapsed
+	r.mallocs += after.Mallocs - before.Mallocs
+	r.allocBytes += after.TotalAlloc - before.TotalAlloc
+	return nil
 }
 
 // The scenarios' callers call until the deadline, and at least once, as
@@ -326,8 +347,10 @@ func (r *run) startProgress() func() {
 	return func() { close(done); <-stopped }
 }
 
-// result sums the workers' measurements and checks every key ran once.
-func (r *run) result(elapsed time.Duration, before, after *runtime.MemStats) Result {
+// result sums the workers' measurements over the run's windows and checks
+// every key ran once.
+func (r *run) result() Result {
+	elapsed := r.elapsed
 	var lat, settle, other, same hist
 	res := Result{Scenario: r.scenario, System: r.sys.name(), Store: r.cfg.Store, Seconds: elapsed.Seconds(),
 		Outcomes: map[string]int64{}}
@@ -375,8 +398,8 @@ func (r *run) result(elapsed time.Duration, before, after *runtime.MemStats) Res
 	}
 	res.StoreRoundTrips, res.StoreOps = r.sys.storeCalls()
 	if res.Calls > 0 {
-		res.AllocsPerOp = float64(after.Mallocs-before.Mallocs) / float64(res.Calls)
-		res.BytesPerOp = float64(after.TotalAlloc-before.TotalAlloc) / float64(res.Calls)
+		res.AllocsPerOp = float64(r.mallocs) / float64(res.Calls)
+		res.BytesPerOp = float64(r.allocBytes) / float64(res.Calls)
 	}
 	return res
 }
