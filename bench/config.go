@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -39,10 +40,11 @@ type Config struct {
 	PollInterval time.Duration `json:"poll_interval"`
 	Shards       int           `json:"shards,omitempty"`   // idem's Options.Shards; 0: its default
 	Metrics      string        `json:"metrics,omitempty"`  // address to serve Prometheus metrics on
+	TxRounds     int           `json:"tx_rounds"`          // rounds the transactional scenarios alternate their systems in
 	NoSizes      bool          `json:"no_sizes,omitempty"` // the memory per key and per record were not measured
 }
 
-var allScenarios = []string{"unique", "storm", "replay", "zipf", "slow", "xstorm"}
+var allScenarios = []string{"unique", "storm", "replay", "zipf", "slow", "xstorm", "tx-unique", "tx-zipf"}
 
 var memorySystems = []string{"idem", "mutex-map", "singleflight+lru", "poll"}
 
@@ -54,8 +56,12 @@ var storeSystems = []string{"idem", "idem-nocache", "plain", "poll"}
 // baseline (SET NX PX, SET PX, GET), which runs on Redis only.
 var redisSystems = append(append([]string(nil), storeSystems...), "naive")
 
-// runsOn reports whether system runs on store: naive on Redis only.
+// runsOn reports whether system runs on store: naive on Redis only, the
+// transactional systems (txOnlySystems) in the tx scenarios only.
 func runsOn(system, store string) bool {
+	if slices.Contains(txOnlySystems, system) {
+		return false
+	}
 	return system != "naive" || store == "redis" || store == "redis-cluster"
 }
 
@@ -112,7 +118,8 @@ func defineFlags(fs *flag.FlagSet, c *Config, raw *rawFlags) {
 	fs.DurationVar(&c.StormWork, "storm-work", 5*time.Millisecond, "time the function takes in the storm scenario (the duplicates arrive meanwhile)")
 	fs.DurationVar(&c.SlowWork, "slow-work", 20*time.Millisecond, "time the function takes in the slow scenario")
 	fs.StringVar(&raw.scenarios, "scenarios", strings.Join(allScenarios, ","), "scenarios to run: "+strings.Join(allScenarios, ","))
-	fs.StringVar(&raw.systems, "systems", "", "systems to run (default: all for the store): "+strings.Join(memorySystems, ",")+" | "+strings.Join(redisSystems, ","))
+	fs.StringVar(&raw.systems, "systems", "", "systems to run (default: all for the store): "+strings.Join(memorySystems, ",")+" | "+strings.Join(redisSystems, ",")+
+		" | with -postgres also "+strings.Join(txOnlySystems, ","))
 	fs.StringVar(&c.Out, "out", "", "directory to write report.json and report.html to")
 	fs.StringVar(&c.CPUProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
 	fs.BoolVar(&c.NoProgress, "no-progress", false, "do not print the live progress line")
@@ -121,6 +128,7 @@ func defineFlags(fs *flag.FlagSet, c *Config, raw *rawFlags) {
 	fs.IntVar(&c.Shards, "shards", 0, "idem's shard count (0: its default, 2 × GOMAXPROCS)")
 	fs.StringVar(&c.Metrics, "metrics", "", "serve idem's Prometheus metrics on this address while running, e.g. :9090 (idem then runs with its observer on)")
 	fs.BoolVar(&c.NoSizes, "no-sizes", false, "do not measure the memory per key in flight and per stored record after the scenarios")
+	fs.IntVar(&c.TxRounds, "tx-rounds", 3, "rounds in which the tx scenarios alternate their systems, each round -duration/N per system (after one more, not measured, to warm up)")
 }
 
 // setStore sets c.Store, c.Stores, c.RedisAddrs and c.PostgresDSN from
@@ -211,6 +219,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("-shards %d must not be negative", c.Shards)
 	case c.PollInterval <= 0:
 		return fmt.Errorf("-poll-interval %v must be positive", c.PollInterval)
+	case c.TxRounds < 1 || c.TxRounds > 100:
+		return fmt.Errorf("-tx-rounds %d must be in 1..100", c.TxRounds)
 	}
 	return nil
 }
@@ -239,6 +249,9 @@ func (c *Config) pickRuns(scenarios, systems string) error {
 		avail = redisSystems
 	default:
 		avail = storeSystems
+	}
+	if c.PostgresDSN != "" {
+		avail = append(avail[:len(avail):len(avail)], txOnlySystems...)
 	}
 	if systems == "" {
 		c.Systems = avail

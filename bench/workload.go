@@ -40,7 +40,7 @@ type worker struct {
 	negSettle int64
 	errors    int64
 	wrong     int64
-	outs      [4]int64
+	outs      [numOutcomes]int64
 	_         [64]byte
 	lastErr   error
 	rng       *rand.Rand
@@ -79,6 +79,9 @@ func (w *worker) call(ctx context.Context, sys system, prefix string, id int64, 
 		w.lastErr = err
 		return
 	}
+	if out == deduped {
+		return // the system returns no result for a key that ran already
+	}
 	if v.Amount != 4200 || !isKeyString(v.ID, "rcpt-", id) {
 		w.wrong++
 		w.lastErr = fmt.Errorf("key %s: wrong result %+v", key, v)
@@ -109,10 +112,14 @@ type run struct {
 	progress io.Writer
 	meter    *redisMeter // on Redis: the server's CPU
 	// What the measured windows add up to: one window, or one per round
-	// when the systems of a scenario alternate.
+	// when the systems of a scenario alternate (the tx scenarios).
 	elapsed    time.Duration
 	mallocs    uint64
 	allocBytes uint64
+	roundCalls int64     // calls counted by the windows so far
+	roundRates []float64 // calls per second of each window
+	// The store calls made before the first window kept: a warm-up's.
+	tripsBefore, opsBefore int64
 }
 
 func (r *run) newWorker(work time.Duration) *worker {
@@ -161,10 +168,10 @@ func (r *run) execute(ctx context.Context) (Result, error) {
 }
 
 // measure runs the scenario's callers for d (one window), and adds its
-// time and allocations to the run's. A run measured in rounds
-// calls it once per round, with the same workers and keys: unique keys go
-// on where the last round stopped, and the zipf mix finds the keys earlier
-// rounds completed.
+// time, allocations and calls to the run's. A run measured in rounds
+// (runAlternating) calls it once per round, with the same workers and
+// keys: unique keys go on where the last round stopped, and the zipf mix
+// finds the keys earlier rounds completed.
 func (r *run) measure(ctx context.Context, d time.Duration) error {
 	stopProgress := r.startProgress()
 	var before, after runtime.MemStats
@@ -172,7 +179,7 @@ func (r *run) measure(ctx context.Context, d time.Duration) error {
 	runtime.ReadMemStats(&before)
 	start := time.Now()
 	deadline := start.Add(d)
-	switch r.scenario {
+	switch keyMix(r.scenario) {
 	case "unique":
 		r.unique(ctx, deadline)
 	case "replay":
@@ -193,9 +200,15 @@ func (r *run) measure(ctx context.Context, d time.Duration) error {
 	stopProgress()
 	runtime.ReadMemStats(&after)
 	r.maxID = r.nextID.Load()
+	var calls int64
+	for _, w := range r.workers {
+		calls += w.calls.Load()
+	}
 	r.elapsed += elapsed
 	r.mallocs += after.Mallocs - before.Mallocs
 	r.allocBytes += after.TotalAlloc - before.TotalAlloc
+	r.roundRates = append(r.roundRates, float64(calls-r.roundCalls)/elapsed.Seconds())
+	r.roundCalls = calls
 	return nil
 }
 
@@ -308,12 +321,20 @@ func (r *run) parallel(n int, work time.Duration, body func(*worker, *rand.Rand)
 	wg.Wait()
 }
 
+// forgetWindows drops what the windows measured so far recorded (not
+// the executions): they were a warm-up.
+func (r *run) forgetWindows() {
+	r.resetMeasurements()
+	r.elapsed, r.mallocs, r.allocBytes, r.roundCalls, r.roundRates = 0, 0, 0, 0, nil
+	r.tripsBefore, r.opsBefore = r.sys.storeCalls()
+}
+
 // resetMeasurements drops what the warm-up recorded (not the executions).
 func (r *run) resetMeasurements() {
 	for _, w := range r.workers {
 		w.lat, w.settle, w.settleOther, w.settleSame = hist{}, hist{}, hist{}, hist{}
 		w.calls.Store(0)
-		w.errors, w.wrong, w.outs, w.lastErr, w.negSettle = 0, 0, [4]int64{}, nil, 0
+		w.errors, w.wrong, w.outs, w.lastErr, w.negSettle = 0, 0, [numOutcomes]int64{}, nil, 0
 	}
 }
 
@@ -379,7 +400,7 @@ func (r *run) result() Result {
 		res.SettleOther, res.SettleSame = &o, &sm
 	}
 	limit := r.maxID
-	if r.scenario == "replay" || r.scenario == "zipf" {
+	if mix := keyMix(r.scenario); mix == "replay" || mix == "zipf" {
 		limit = max(limit, int64(r.cfg.Keys))
 	}
 	for id := int64(1); id <= limit; id++ {
@@ -397,9 +418,14 @@ func (r *run) result() Result {
 		}
 	}
 	res.StoreRoundTrips, res.StoreOps = r.sys.storeCalls()
+	res.StoreRoundTrips -= r.tripsBefore
+	res.StoreOps -= r.opsBefore
 	if res.Calls > 0 {
 		res.AllocsPerOp = float64(r.mallocs) / float64(res.Calls)
 		res.BytesPerOp = float64(r.allocBytes) / float64(res.Calls)
+	}
+	if len(r.roundRates) > 1 {
+		res.RoundThroughputs = r.roundRates
 	}
 	return res
 }
