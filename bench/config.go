@@ -44,7 +44,7 @@ type Config struct {
 	NoSizes      bool          `json:"no_sizes,omitempty"` // the memory per key and per record were not measured
 }
 
-var allScenarios = []string{"unique", "storm", "replay", "zipf", "slow", "xstorm", "tx-unique", "tx-zipf"}
+var allScenarios = []string{"unique", "storm", "replay", "zipf", "slow", "xstorm", "tx-unique", "tx-dup"}
 
 var memorySystems = []string{"idem", "mutex-map", "singleflight+lru", "poll"}
 
@@ -111,7 +111,7 @@ func defineFlags(fs *flag.FlagSet, c *Config, raw *rawFlags) {
 	fs.IntVar(&c.StormSize, "storm", 1000, "concurrent callers per key in the storm scenario")
 	fs.IntVar(&c.XStormSize, "xstorm", 30, "concurrent callers per key in the xstorm scenario, spread over -instances")
 	fs.IntVar(&c.Instances, "instances", 3, "instances (runtimes, each with its own store client) sharing the store in the xstorm scenario")
-	fs.Float64Var(&c.DupRatio, "dup", 0.5, "share of calls in the slow scenario that duplicate a key in flight (0..1)")
+	fs.Float64Var(&c.DupRatio, "dup", 0.5, "share of calls in the slow and tx-dup scenarios that duplicate a recent key, likely in flight (0..1)")
 	fs.StringVar(&c.Dist, "dist", "zipf", "key distribution of the zipf scenario: uniform or zipf")
 	fs.DurationVar(&c.Settle, "settle", 3*time.Second, "how long a duplicate waits for a run in flight")
 	fs.DurationVar(&c.Work, "work", 0, "time the function takes (most scenarios)")

@@ -159,8 +159,12 @@ func scenarioTitle(s string) string {
 		return "slow — a slow function; duplicates must wait"
 	case "xstorm":
 		return "xstorm — a storm spread over instances sharing the store; settle is from the owner's completion, every duplicate (the target: those on other instances)"
-	case "tx-unique", "tx-zipf":
-		return s + " — the " + keyMix(s) + " scenario's keys, each run writing a charges row: idem (its fn inserts in autocommit), " +
+	case "tx-unique", "tx-dup":
+		keys := "every call a new key"
+		if s == "tx-dup" {
+			keys = "a -dup share of the calls repeat a recent key"
+		}
+		return s + " — " + keys + "; each run writes a charges row: idem (its fn inserts in autocommit), " +
 			"pgtx (in the transaction that completes the key), by-hand (INSERT ... ON CONFLICT DO NOTHING on a keys table, then the row, one transaction; " +
 			"no replay); alternating rounds, rows/keys counted after"
 	}

@@ -17,7 +17,7 @@ import (
 	"github.com/idemrt/idem/store/pgstore"
 )
 
-// The transactional path: the tx-unique and tx-zipf scenarios, on
+// The transactional path: the tx-unique and tx-dup scenarios, on
 // PostgreSQL only. Each call's function charges an amount: it writes one
 // row to a charges table, which has no unique constraint on the key, so
 // that only the system keeps a key to one row. Three systems do it:
@@ -36,8 +36,12 @@ import (
 //     key's index entry until the first transaction ends (PostgreSQL does
 //     that waiting, not the code).
 //
-// tx-unique calls a new key every time, tx-zipf draws the zipf scenario's
-// mix. The systems alternate in -tx-rounds rounds, after a warm-up round
+// tx-unique calls a new key every time. tx-dup calls the slow scenario's
+// mix with the function's own time (-work): a -dup share of the calls
+// repeat one of the last few keys, in flight or just completed, the rest
+// are new; unlike the zipf mix, that share does not grow as a system
+// completes keys, so a faster system does not get an easier mix. The
+// systems alternate in -tx-rounds rounds, after a warm-up round
 // that is not measured, so that a noisy machine slows each of them alike;
 // the ratios are pgtx's throughput to each of the others', over the whole
 // run and per round. After the run, each key's rows are counted
@@ -53,8 +57,15 @@ var (
 func isTxScenario(scenario string) bool { return strings.HasPrefix(scenario, "tx-") }
 
 // keyMix is the scenario whose keys scenario calls: a tx scenario's is
-// the one its name ends with.
-func keyMix(scenario string) string { return strings.TrimPrefix(scenario, "tx-") }
+// the one named in txKeyMix.
+func keyMix(scenario string) string {
+	if m, ok := txKeyMix[scenario]; ok {
+		return m
+	}
+	return scenario
+}
+
+var txKeyMix = map[string]string{"tx-unique": "unique", "tx-dup": "slow"}
 
 // ratioSubject is the system whose row carries a scenario's ratios.
 func ratioSubject(scenario string) string {
@@ -248,9 +259,6 @@ func countRows(r *run, counts map[string]int64) *RowCheck {
 		}
 	}
 	limit := r.maxID
-	if keyMix(r.scenario) == "zipf" {
-		limit = max(limit, int64(r.cfg.Keys))
-	}
 	for id := int64(1); id <= limit; id++ {
 		key := keyString(r.prefix, id)
 		n, slot := counts[key], r.tr.slot(id)

@@ -19,8 +19,8 @@ import (
 func TestShortRunTxPath(t *testing.T) {
 	dsn := postgresDSN(t)
 	dir := t.TempDir()
-	args := []string{"-postgres", dsn, "-scenarios", "tx-unique,tx-zipf", "-tx-rounds", "2",
-		"-duration", "100ms", "-keys", "200", "-concurrency", "8", "-no-progress", "-no-sizes", "-out", dir}
+	args := []string{"-postgres", dsn, "-scenarios", "tx-unique,tx-dup", "-tx-rounds", "2",
+		"-duration", "100ms", "-concurrency", "8", "-no-progress", "-no-sizes", "-out", dir}
 	if code := realMain(args); code != 0 {
 		t.Fatalf("exit code %d", code)
 	}
@@ -44,7 +44,7 @@ func TestShortRunTxPath(t *testing.T) {
 			t.Errorf("%s/%s carries ratios %v %v", r.Scenario, r.System, r.Ratios, r.RoundRatios)
 		}
 	}
-	for _, sc := range []string{"tx-unique", "tx-zipf"} {
+	for _, sc := range []string{"tx-unique", "tx-dup"} {
 		p := find(rep.Results, "postgres", sc, "pgtx")
 		if p == nil {
 			t.Fatalf("%s: no pgtx result", sc)
@@ -55,11 +55,13 @@ func TestShortRunTxPath(t *testing.T) {
 			}
 		}
 	}
-	if z := find(rep.Results, "postgres", "tx-zipf", "by-hand"); z == nil || z.Outcomes["deduped"] == 0 {
-		t.Errorf("tx-zipf/by-hand: no call found its key done: %+v", z)
+	if z := find(rep.Results, "postgres", "tx-dup", "by-hand"); z == nil || z.Outcomes["deduped"] == 0 {
+		t.Errorf("tx-dup/by-hand: no call found its key done: %+v", z)
 	}
-	if z := find(rep.Results, "postgres", "tx-zipf", "pgtx"); z == nil || z.Outcomes["replayed"]+z.Outcomes["joined"] == 0 {
-		t.Errorf("tx-zipf/pgtx: no call got a stored result: %+v", z)
+	for _, sys := range []string{"idem", "pgtx"} {
+		if z := find(rep.Results, "postgres", "tx-dup", sys); z == nil || z.Outcomes["replayed"]+z.Outcomes["joined"] == 0 {
+			t.Errorf("tx-dup/%s: no call got a stored result: %+v", sys, z)
+		}
 	}
 
 	var text bytes.Buffer
@@ -120,8 +122,8 @@ func TestTxRunsIn(t *testing.T) {
 		want                    bool
 	}{
 		{"pgtx", "postgres", "tx-unique", true},
-		{"by-hand", "postgres", "tx-zipf", true},
-		{"idem", "postgres", "tx-zipf", true},
+		{"by-hand", "postgres", "tx-dup", true},
+		{"idem", "postgres", "tx-dup", true},
 		{"plain", "postgres", "tx-unique", false},
 		{"pgtx", "postgres", "unique", false},
 		{"by-hand", "postgres", "xstorm", false},

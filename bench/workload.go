@@ -170,8 +170,8 @@ func (r *run) execute(ctx context.Context) (Result, error) {
 // measure runs the scenario's callers for d (one window), and adds its
 // time, allocations and calls to the run's. A run measured in rounds
 // (runAlternating) calls it once per round, with the same workers and
-// keys: unique keys go on where the last round stopped, and the zipf mix
-// finds the keys earlier rounds completed.
+// keys: unique keys go on where the last round stopped, and a mix that
+// repeats keys finds those earlier rounds completed.
 func (r *run) measure(ctx context.Context, d time.Duration) error {
 	stopProgress := r.startProgress()
 	var before, after runtime.MemStats
