@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -37,11 +38,13 @@ type Config struct {
 	NoProgress   bool          `json:"-"`
 	RedisBench   bool          `json:"redis_benchmark"`
 	PollInterval time.Duration `json:"poll_interval"`
-	Shards       int           `json:"shards,omitempty"`  // idem's Options.Shards; 0: its default
-	Metrics      string        `json:"metrics,omitempty"` // address to serve Prometheus metrics on
+	Shards       int           `json:"shards,omitempty"`   // idem's Options.Shards; 0: its default
+	Metrics      string        `json:"metrics,omitempty"`  // address to serve Prometheus metrics on
+	TxRounds     int           `json:"tx_rounds"`          // rounds the transactional scenarios alternate their systems in
+	NoSizes      bool          `json:"no_sizes,omitempty"` // the memory per key and per record were not measured
 }
 
-var allScenarios = []string{"unique", "storm", "replay", "zipf", "slow", "xstorm"}
+var allScenarios = []string{"unique", "storm", "replay", "zipf", "slow", "xstorm", "tx-unique", "tx-dup"}
 
 var memorySystems = []string{"idem", "mutex-map", "singleflight+lru", "poll"}
 
@@ -53,8 +56,12 @@ var storeSystems = []string{"idem", "idem-nocache", "plain", "poll"}
 // baseline (SET NX PX, SET PX, GET), which runs on Redis only.
 var redisSystems = append(append([]string(nil), storeSystems...), "naive")
 
-// runsOn reports whether system runs on store: naive on Redis only.
+// runsOn reports whether system runs on store: naive on Redis only, the
+// transactional systems (txOnlySystems) in the tx scenarios only.
 func runsOn(system, store string) bool {
+	if slices.Contains(txOnlySystems, system) {
+		return false
+	}
 	return system != "naive" || store == "redis" || store == "redis-cluster"
 }
 
@@ -104,14 +111,15 @@ func defineFlags(fs *flag.FlagSet, c *Config, raw *rawFlags) {
 	fs.IntVar(&c.StormSize, "storm", 1000, "concurrent callers per key in the storm scenario")
 	fs.IntVar(&c.XStormSize, "xstorm", 30, "concurrent callers per key in the xstorm scenario, spread over -instances")
 	fs.IntVar(&c.Instances, "instances", 3, "instances (runtimes, each with its own store client) sharing the store in the xstorm scenario")
-	fs.Float64Var(&c.DupRatio, "dup", 0.5, "share of calls in the slow scenario that duplicate a key in flight (0..1)")
+	fs.Float64Var(&c.DupRatio, "dup", 0.5, "share of calls in the slow and tx-dup scenarios that duplicate a recent key, likely in flight (0..1)")
 	fs.StringVar(&c.Dist, "dist", "zipf", "key distribution of the zipf scenario: uniform or zipf")
 	fs.DurationVar(&c.Settle, "settle", 3*time.Second, "how long a duplicate waits for a run in flight")
 	fs.DurationVar(&c.Work, "work", 0, "time the function takes (most scenarios)")
 	fs.DurationVar(&c.StormWork, "storm-work", 5*time.Millisecond, "time the function takes in the storm scenario (the duplicates arrive meanwhile)")
 	fs.DurationVar(&c.SlowWork, "slow-work", 20*time.Millisecond, "time the function takes in the slow scenario")
 	fs.StringVar(&raw.scenarios, "scenarios", strings.Join(allScenarios, ","), "scenarios to run: "+strings.Join(allScenarios, ","))
-	fs.StringVar(&raw.systems, "systems", "", "systems to run (default: all for the store): "+strings.Join(memorySystems, ",")+" | "+strings.Join(redisSystems, ","))
+	fs.StringVar(&raw.systems, "systems", "", "systems to run (default: all for the store): "+strings.Join(memorySystems, ",")+" | "+strings.Join(redisSystems, ",")+
+		" | with -postgres also "+strings.Join(txOnlySystems, ","))
 	fs.StringVar(&c.Out, "out", "", "directory to write report.json and report.html to")
 	fs.StringVar(&c.CPUProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
 	fs.BoolVar(&c.NoProgress, "no-progress", false, "do not print the live progress line")
@@ -119,6 +127,8 @@ func defineFlags(fs *flag.FlagSet, c *Config, raw *rawFlags) {
 	fs.DurationVar(&c.PollInterval, "poll-interval", 50*time.Millisecond, "sleep between checks of the poll baseline")
 	fs.IntVar(&c.Shards, "shards", 0, "idem's shard count (0: its default, 2 × GOMAXPROCS)")
 	fs.StringVar(&c.Metrics, "metrics", "", "serve idem's Prometheus metrics on this address while running, e.g. :9090 (idem then runs with its observer on)")
+	fs.BoolVar(&c.NoSizes, "no-sizes", false, "do not measure the memory per key in flight and per stored record after the scenarios")
+	fs.IntVar(&c.TxRounds, "tx-rounds", 3, "rounds in which the tx scenarios alternate their systems, each round -duration/N per system (after one more, not measured, to warm up)")
 }
 
 // setStore sets c.Store, c.Stores, c.RedisAddrs and c.PostgresDSN from
@@ -209,6 +219,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("-shards %d must not be negative", c.Shards)
 	case c.PollInterval <= 0:
 		return fmt.Errorf("-poll-interval %v must be positive", c.PollInterval)
+	case c.TxRounds < 1 || c.TxRounds > 100:
+		return fmt.Errorf("-tx-rounds %d must be in 1..100", c.TxRounds)
 	}
 	return nil
 }
@@ -237,6 +249,9 @@ func (c *Config) pickRuns(scenarios, systems string) error {
 		avail = redisSystems
 	default:
 		avail = storeSystems
+	}
+	if c.PostgresDSN != "" {
+		avail = append(avail[:len(avail):len(avail)], txOnlySystems...)
 	}
 	if systems == "" {
 		c.Systems = avail

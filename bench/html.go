@@ -7,6 +7,7 @@ import (
 	"html/template"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -178,6 +179,9 @@ func configRows(c Config) []keyValue {
 		keyValue{"scenarios", orNoValue(strings.Join(c.Scenarios, ", "))},
 		keyValue{"systems", orNoValue(strings.Join(c.Systems, ", "))},
 	)
+	if slices.ContainsFunc(c.Scenarios, isTxScenario) {
+		rows = append(rows, keyValue{"tx rounds", count(int64(c.TxRounds)) + ", after a warm-up round"})
+	}
 	if c.Store != "" && c.Store != "memory" {
 		rows = append(rows, keyValue{"redis-benchmark", strconv.FormatBool(c.RedisBench)})
 	}

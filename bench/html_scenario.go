@@ -1,6 +1,9 @@
 package main
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // A scenario's section of the page: a table row per system, the systems'
 // first errors, and the two charts.
@@ -42,7 +45,10 @@ type systemRow struct {
 	RedisCPU          string // "12 µs Redis CPU/call (commandstats 9 µs)", on Redis
 	Allocs, Bytes     string
 	Ratios            []string
+	RoundRatios       []string // "per round vs idem: 0.61× 0.58×", when the systems alternated
 	Outcomes          []string
+	Rows              string // "rows/keys 5,120 / 5,120", in the tx scenarios
+	RowsBad           bool
 	ShowSettle        bool // the scenario has settle columns
 	ShowRatios        bool // the scenario has a ratio column
 }
@@ -144,6 +150,16 @@ func buildSystemRow(res Result, colours map[string]int) systemRow {
 	}
 	for _, k := range sortedKeys(res.Ratios) {
 		row.Ratios = append(row.Ratios, ratio(res.Ratios[k])+" "+k)
+	}
+	for _, k := range sortedKeys(res.RoundRatios) {
+		var rs []string
+		for _, v := range res.RoundRatios[k] {
+			rs = append(rs, ratio(v))
+		}
+		row.RoundRatios = append(row.RoundRatios, "per round vs "+k+": "+strings.Join(rs, " "))
+	}
+	if c := res.Rows; c != nil {
+		row.Rows, row.RowsBad = "rows/keys "+rowsCell(c), !c.OK
 	}
 	for _, k := range sortedKeys(res.Outcomes) {
 		row.Outcomes = append(row.Outcomes, k+" "+count(res.Outcomes[k]))

@@ -17,12 +17,16 @@
 // spread over -instances runtimes sharing a Redis or PostgreSQL store; its
 // settle latency runs from the owner's completion). On Redis, each result
 // carries the server's CPU per call (INFO cpu and commandstats, summed over
-// a cluster's masters). The targets table checks issue 15's figures, each
-// as a ratio within the same run; those whose store did not run are
+// a cluster's masters). On PostgreSQL, tx-unique and tx-zipf measure the
+// transactional path: a function that writes a row, through idem.Do,
+// through pgtx.Do and by hand, alternating in rounds, each key's rows
+// counted after (txpath.go). The targets table checks issue 15's figures,
+// each as a ratio within the same run; those whose store did not run are
 // skipped, naming the flag that runs them.
 //
-// It exits 1 when a key ran more than once or a call got another key's
-// result, and 2 on bad flags.
+// It exits 1 when a key ran more than once, a call got another key's
+// result or a tx scenario left a key with other than one row, and 2 on bad
+// flags.
 package main
 
 import (
@@ -129,16 +133,31 @@ func runAll(ctx context.Context, cfg Config) (*Report, error) {
 		}
 		defer pool.Close()
 		e.pg, rep.Machine.Postgres = pool, version
+		if slices.ContainsFunc(cfg.Scenarios, isTxScenario) {
+			if e.pgWork, err = openWorkPool(ctx, cfg); err != nil {
+				return nil, err
+			}
+			defer e.pgWork.Close()
+			// The tx scenarios' systems alternate in rounds: connecting
+			// in the first round would slow whichever runs first.
+			for _, p := range []*pgxpool.Pool{e.pg, e.pgWork} {
+				if err := warmPool(ctx, p); err != nil {
+					return nil, fmt.Errorf("-postgres: %w", err)
+				}
+			}
+		}
 	}
 	printHeader(os.Stdout, cfg, rep.Machine)
 	if err := runScenarios(ctx, e, rep); err != nil {
 		return nil, err
 	}
-	if sz, err := measureSizes(ctx, e.forStore(cfg.Stores[0])); err != nil {
-		fmt.Fprintln(os.Stderr, "bench: measuring sizes:", err)
-	} else {
-		rep.Sizes = append(rep.Sizes, sz)
-		printSizes(os.Stdout, rep.Sizes)
+	if !cfg.NoSizes {
+		if sz, err := measureSizes(ctx, e.forStore(cfg.Stores[0])); err != nil {
+			fmt.Fprintln(os.Stderr, "bench: measuring sizes:", err)
+		} else {
+			rep.Sizes = append(rep.Sizes, sz)
+			printSizes(os.Stdout, rep.Sizes)
+		}
 	}
 	rb := redisBenchmark(ctx, e)
 	rep.WorkloadAllocsPerOp = workloadAllocs(e.prefix + "memory:unique:idem:k")
@@ -171,20 +190,26 @@ func runScenarios(ctx context.Context, e *env, rep *Report) error {
 		ran := false
 		for _, st := range cfg.Stores {
 			es := e.forStore(st)
+			var names []string
 			for _, name := range cfg.Systems {
-				if !runsIn(name, st, sc) {
-					continue
+				if runsIn(name, st, sc) {
+					names = append(names, name)
 				}
-				ran = true
-				res, err := runOne(ctx, e, es, sc, name, progress)
-				if err != nil {
-					return err
-				}
-				if (res.RanTwiceCount > 0 && !res.Unsafe) || res.WrongResults > 0 {
+			}
+			if len(names) == 0 {
+				continue
+			}
+			ran = true
+			results, err := runStore(ctx, e, es, sc, names, progress)
+			if err != nil {
+				return err
+			}
+			for _, res := range results {
+				if (res.RanTwiceCount > 0 && !res.Unsafe) || res.WrongResults > 0 || (res.Rows != nil && !res.Rows.OK) {
 					rep.OK = false
 				}
-				rep.Results = append(rep.Results, res)
 			}
+			rep.Results = append(rep.Results, results...)
 		}
 		if !ran {
 			printSkipped(os.Stdout, sc, cfg.Stores)
@@ -192,8 +217,26 @@ func runScenarios(ctx context.Context, e *env, rep *Report) error {
 		}
 		addRatios(rep.Results)
 		printScenario(os.Stdout, sc, rep.Results)
+		printRoundRatios(os.Stdout, sc, rep.Results)
 	}
 	return nil
+}
+
+// runStore runs the systems names in scenario sc on es's store: one after
+// the other, or, in a tx scenario, alternating in rounds.
+func runStore(ctx context.Context, e, es *env, sc string, names []string, progress *os.File) ([]Result, error) {
+	if isTxScenario(sc) {
+		return runAlternating(ctx, e, es, sc, names, progress)
+	}
+	var out []Result
+	for _, name := range names {
+		res, err := runOne(ctx, e, es, sc, name, progress)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, res)
+	}
+	return out, nil
 }
 
 // runOne runs system name in scenario sc on es's store.
@@ -279,6 +322,10 @@ func printFailures(w io.Writer, results []Result) {
 		}
 		if r.WrongResults > 0 {
 			fmt.Fprintf(w, "\n%s/%s: %s calls got a wrong result: %s\n", r.Scenario, r.System, count(r.WrongResults), r.FirstError)
+		}
+		if c := r.Rows; c != nil && !c.OK {
+			fmt.Fprintf(w, "\n%s/%s: rows not one per key: %s keys with more than one, %s keys completed without one, %s stray rows, e.g. %s\n",
+				r.Scenario, r.System, count(c.Twice), count(c.Missing), count(c.Stray), strings.Join(c.Examples, "; "))
 		}
 		if r.NegativeSettles > 0 {
 			fmt.Fprintf(w, "\n%s/%s: %s settle samples came out negative (a later execution of the key returned after the duplicate), counted as 0\n",

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -69,6 +70,9 @@ func TestBadFlags(t *testing.T) {
 		{"-systems", "plain"}, // a Redis-only baseline on the memory store
 		{"-postgres", "postgres://127.0.0.1/db", "-systems", "naive"},
 		{"-shards", "-2"},
+		{"-systems", "pgtx"}, // the transactional path needs -postgres
+		{"-redis", "a:1", "-systems", "by-hand"},
+		{"-postgres", "postgres://127.0.0.1/db", "-tx-rounds", "0"},
 		{"-nonsense"},
 		{"stray"},
 	} {
@@ -87,8 +91,8 @@ func TestDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Store != "memory" || len(c.Scenarios) != 6 || len(c.Systems) != 4 || c.Concurrency != 64 || c.StormSize != 1000 ||
-		c.XStormSize != 30 || c.Instances != 3 {
+	if c.Store != "memory" || len(c.Scenarios) != 8 || len(c.Systems) != 4 || c.Concurrency != 64 || c.StormSize != 1000 ||
+		c.XStormSize != 30 || c.Instances != 3 || c.TxRounds != 3 {
 		t.Fatalf("defaults: %+v", c)
 	}
 	c, err = parseFlags([]string{"-redis", "127.0.0.1:6399", "-scenarios", "unique, replay"}, &bytes.Buffer{})
@@ -96,14 +100,14 @@ func TestDefaults(t *testing.T) {
 		t.Fatalf("-redis: %+v %v", c, err)
 	}
 	c, err = parseFlags([]string{"-postgres", "postgres://app:secret@db.example:5433/orders"}, &bytes.Buffer{})
-	if err != nil || c.Store != "postgres" || strings.Join(c.Stores, ",") != "postgres" || len(c.Systems) != 4 {
+	if err != nil || c.Store != "postgres" || strings.Join(c.Stores, ",") != "postgres" || strings.Join(c.Systems, ",") != "idem,idem-nocache,plain,poll,pgtx,by-hand" {
 		t.Fatalf("-postgres: %+v %v", c, err)
 	}
 	if c.Postgres != "db.example:5433/orders" || strings.Contains(fmt.Sprint(c.Postgres), "secret") {
 		t.Fatalf("-postgres in the report: %q", c.Postgres)
 	}
 	c, err = parseFlags([]string{"-redis", "127.0.0.1:6399", "-postgres", "host=127.0.0.1"}, &bytes.Buffer{})
-	if err != nil || c.Store != "redis" || strings.Join(c.Stores, ",") != "redis,postgres" {
+	if err != nil || c.Store != "redis" || strings.Join(c.Stores, ",") != "redis,postgres" || !slices.Contains(c.Systems, "pgtx") {
 		t.Fatalf("-redis and -postgres: %+v %v", c, err)
 	}
 }

@@ -91,8 +91,33 @@ type Result struct {
 	Unsafe bool `json:"unsafe,omitempty"`
 
 	// Ratios of this result's throughput to each baseline's in the same
-	// scenario (only on the idem rows).
+	// scenario (only on the idem rows; in the tx scenarios, on pgtx's).
 	Ratios map[string]float64 `json:"ratios,omitempty"`
+
+	// RoundThroughputs are the calls per second of each round, when the
+	// scenario's systems alternated in rounds (the tx scenarios), and
+	// RoundRatios the ratios of each round, on the row that has Ratios:
+	// how much the ratio moved on a noisy machine.
+	RoundThroughputs []float64            `json:"round_throughputs,omitempty"`
+	RoundRatios      map[string][]float64 `json:"round_ratios,omitempty"`
+
+	// Rows is the exactly-once check of the business rows the tx
+	// scenarios write: one for each key that ran.
+	Rows *RowCheck `json:"rows,omitempty"`
+}
+
+// RowCheck counts the business rows of a tx scenario's run by key, after
+// the run. It passes when every key a call got the result of has exactly
+// one row and no other key has any.
+type RowCheck struct {
+	Rows    int64 `json:"rows"`             // rows in the table
+	Keys    int64 `json:"keys"`             // keys with at least one row
+	Twice   int64 `json:"keys_twice"`       // keys with more than one row
+	Missing int64 `json:"keys_without_row"` // keys a call got the result of, with no row
+	Stray   int64 `json:"stray_rows"`       // rows of keys no function ran for
+	// Examples names a few of the keys that failed the check.
+	Examples []string `json:"examples,omitempty"`
+	OK       bool     `json:"ok"`
 }
 
 // ranTwice is how many keys r ran more than once: RanTwiceCount, or the

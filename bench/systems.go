@@ -39,10 +39,14 @@ const (
 	executed
 	joined
 	replayed
+	// deduped: the key had run already and the call returned no result
+	// (the by-hand baseline of the tx scenarios keeps none to replay).
+	deduped
+	numOutcomes
 )
 
 func (o outcome) String() string {
-	return [...]string{"none", "executed", "joined", "replayed"}[o]
+	return [...]string{"none", "executed", "joined", "replayed", "deduped"}[o]
 }
 
 // system is one way of running a function once per key.
@@ -63,8 +67,11 @@ type env struct {
 	cfg    Config
 	prefix string              // per run, so that systems never share keys
 	col    *idemprom.Collector // with -metrics: the idem systems' observer
-	pg     *pgxpool.Pool       // with -postgres: the pool every system shares
-	tables *atomic.Int64       // names the PostgreSQL tables of the runs
+	pg     *pgxpool.Pool       // with -postgres: the pool every system's store shares
+	// pgWork, with -postgres, is the pool the functions of the tx
+	// scenarios write on: apart from the store's, as pgtx.Do asks.
+	pgWork *pgxpool.Pool
+	tables *atomic.Int64 // names the PostgreSQL tables of the runs
 	// pgTable, when set, is the table of every PostgreSQL store made
 	// (instances sharing one table); otherwise each gets a new one.
 	pgTable string
@@ -89,6 +96,9 @@ func newSystem(name string, e *env, scenario string) (system, error) {
 	ns := e.prefix + scenario + ":" + name + ":"
 	switch name {
 	case "idem", "idem-nocache":
+		if isTxScenario(scenario) {
+			return newTxSystem(name, e, scenario)
+		}
 		return newIdemSystem(name, e, ns)
 	case "mutex-map":
 		return &mutexMap{m: map[string]*mmEntry{}}, nil
@@ -98,6 +108,8 @@ func newSystem(name string, e *env, scenario string) (system, error) {
 		return newPollSystem(name, e, ns)
 	case "naive":
 		return newNaiveSystem(e)
+	case "pgtx", "by-hand":
+		return newTxSystem(name, e, scenario)
 	}
 	return nil, fmt.Errorf("unknown system %q", name)
 }
@@ -172,17 +184,30 @@ type idemSystem struct {
 // newIdemSystem builds idem ("idem-nocache": without its result cache) on
 // the configured store, keys under ns.
 func newIdemSystem(name string, e *env, ns string) (system, error) {
-	opts := idem.Options{Policy: idem.Policy{Settle: e.cfg.Settle}, DisableCache: name == "idem-nocache", Shards: e.cfg.Shards}
-	if e.col != nil {
-		opts.Observer = e.col
-	}
 	var client redis.UniversalClient
+	var st store.Store
 	if e.cfg.Store != "memory" {
-		c, st, err := e.sharedStore(ns)
+		c, s, err := e.sharedStore(ns)
 		if err != nil {
 			return nil, err
 		}
-		client, opts.Store = c, st
+		client, st = c, s
+	}
+	rt, err := e.newRuntime(name, st)
+	if err != nil {
+		closeStore(st, client, e.pg)
+		return nil, err
+	}
+	return &idemSystem{n: name, rt: rt, client: client, pg: e.pg, st: st}, nil
+}
+
+// newRuntime returns the runtime of idem system name ("idem-nocache":
+// without its result cache) on st (nil: the memory store), watched by
+// the -metrics collector if there is one.
+func (e *env) newRuntime(name string, st store.Store) (*idem.Runtime, error) {
+	opts := idem.Options{Policy: idem.Policy{Settle: e.cfg.Settle}, DisableCache: name == "idem-nocache", Shards: e.cfg.Shards, Store: st}
+	if e.col != nil {
+		opts.Observer = e.col
 	}
 	rt, err := idem.New(opts)
 	if err != nil {
@@ -191,7 +216,7 @@ func newIdemSystem(name string, e *env, ns string) (system, error) {
 	if e.col != nil {
 		e.col.Watch(rt)
 	}
-	return &idemSystem{n: name, rt: rt, client: client, pg: e.pg, st: opts.Store}, nil
+	return rt, nil
 }
 
 func (s *idemSystem) name() string { return s.n }

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 )
@@ -11,8 +12,11 @@ import (
 func printScenario(w io.Writer, scenario string, results []Result) {
 	fmt.Fprintf(w, "\n%s\n", scenarioTitle(scenario))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	cpu := hasRedisCPU(results, scenario)
+	cpu, rows := hasRedisCPU(results, scenario), hasRows(results, scenario)
 	head := "system\tthroughput\tp50\tp99\tp999\tsettle p50\tsettle p99\tsettle max\texecutions/keys\terrors\tstore trips\tops/trip\tallocs/op\t"
+	if rows {
+		head += "rows/keys\t"
+	}
 	if cpu {
 		head += "redis CPU/call\tcmdstats/call\tscript calls\tµs/script\tµs/cmd\t"
 	}
@@ -44,6 +48,9 @@ func printScenario(w io.Writer, scenario string, results []Result) {
 			settleMicros(r.Settle, r.Settle.P50), settleMicros(r.Settle, r.Settle.P99), settleMicros(r.Settle, r.Settle.Max),
 			execs, errs, count(r.StoreRoundTrips), opsPerTrip, decimal(r.AllocsPerOp),
 		}
+		if rows {
+			cells = append(cells, rowsCell(r.Rows))
+		}
 		if cpu {
 			cells = append(cells, redisCPUCells(r.RedisCPU)...)
 		}
@@ -62,6 +69,54 @@ func hasRedisCPU(results []Result, scenario string) bool {
 		}
 	}
 	return false
+}
+
+// hasRows reports whether some result of scenario counted its rows.
+func hasRows(results []Result, scenario string) bool {
+	for _, r := range results {
+		if r.Scenario == scenario && r.Rows != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// rowsCell prints a row check: "5,120/5,120", and what failed.
+func rowsCell(c *RowCheck) string {
+	if c == nil {
+		return noValue
+	}
+	s := count(c.Rows) + "/" + count(c.Keys)
+	if c.Twice > 0 {
+		s += " (" + plural(int(c.Twice), "key with more than one row!", "keys with more than one row!") + ")"
+	}
+	if c.Missing > 0 {
+		s += " (" + plural(int(c.Missing), "key without a row!", "keys without a row!") + ")"
+	}
+	if c.Stray > 0 {
+		s += " (" + plural(int(c.Stray), "stray row!", "stray rows!") + ")"
+	}
+	return s
+}
+
+// printRoundRatios writes, under a scenario whose systems alternated in
+// rounds, the ratios of each round: "pgtx per round: 0.61× 0.58× 0.66×
+// idem". Nothing for another scenario.
+func printRoundRatios(w io.Writer, scenario string, results []Result) {
+	for _, r := range results {
+		if r.Scenario != scenario || len(r.RoundRatios) == 0 {
+			continue
+		}
+		var parts []string
+		for _, k := range sortedKeys(r.RoundRatios) {
+			var rs []string
+			for _, v := range r.RoundRatios[k] {
+				rs = append(rs, ratio(v))
+			}
+			parts = append(parts, strings.Join(rs, " ")+" "+k)
+		}
+		fmt.Fprintf(w, "  %s per round: %s\n", r.System, strings.Join(parts, "; "))
+	}
 }
 
 // redisCPUCells are the Redis CPU columns of a row: server CPU and
@@ -104,6 +159,14 @@ func scenarioTitle(s string) string {
 		return "slow — a slow function; duplicates must wait"
 	case "xstorm":
 		return "xstorm — a storm spread over instances sharing the store; settle is from the owner's completion, every duplicate (the target: those on other instances)"
+	case "tx-unique", "tx-dup":
+		keys := "every call a new key"
+		if s == "tx-dup" {
+			keys = "a -dup share of the calls repeat a recent key"
+		}
+		return s + " — " + keys + "; each run writes a charges row: idem (its fn inserts in autocommit), " +
+			"pgtx (in the transaction that completes the key), by-hand (INSERT ... ON CONFLICT DO NOTHING on a keys table, then the row, one transaction; " +
+			"no replay); alternating rounds, rows/keys counted after"
 	}
 	return s
 }
@@ -115,6 +178,9 @@ func printSkipped(w io.Writer, scenario string, stores []string) {
 		if n := xstormSkipped(st); scenario == "xstorm" && n != "" {
 			why = n
 		}
+	}
+	if isTxScenario(scenario) && !slices.Contains(stores, "postgres") {
+		why = "skipped: the transactional path runs on PostgreSQL only; run with -postgres DSN"
 	}
 	fmt.Fprintf(w, "\n%s\n  %s\n", scenarioTitle(scenario), why)
 }

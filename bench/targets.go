@@ -19,11 +19,11 @@ func find(results []Result, store, scenario, system string) *Result {
 
 // addRatios fills each idem row's throughput ratios to the other systems of
 // its scenario on its store, and to idem on the other stores of the run
-// ("idem on redis").
+// ("idem on redis"); in the tx scenarios, pgtx's row's instead.
 func addRatios(results []Result) {
 	for i := range results {
 		r := &results[i]
-		if r.System != "idem" {
+		if r.System != ratioSubject(r.Scenario) {
 			continue
 		}
 		for _, o := range results {

@@ -40,7 +40,7 @@ type worker struct {
 	negSettle int64
 	errors    int64
 	wrong     int64
-	outs      [4]int64
+	outs      [numOutcomes]int64
 	_         [64]byte
 	lastErr   error
 	rng       *rand.Rand
@@ -79,6 +79,9 @@ func (w *worker) call(ctx context.Context, sys system, prefix string, id int64, 
 		w.lastErr = err
 		return
 	}
+	if out == deduped {
+		return // the system returns no result for a key that ran already
+	}
 	if v.Amount != 4200 || !isKeyString(v.ID, "rcpt-", id) {
 		w.wrong++
 		w.lastErr = fmt.Errorf("key %s: wrong result %+v", key, v)
@@ -108,6 +111,15 @@ type run struct {
 	maxID    int64 // ids below it may have been used (for the checks)
 	progress io.Writer
 	meter    *redisMeter // on Redis: the server's CPU
+	// What the measured windows add up to: one window, or one per round
+	// when the systems of a scenario alternate (the tx scenarios).
+	elapsed    time.Duration
+	mallocs    uint64
+	allocBytes uint64
+	roundCalls int64     // calls counted by the windows so far
+	roundRates []float64 // calls per second of each window
+	// The store calls made before the first window kept: a warm-up's.
+	tripsBefore, opsBefore int64
 }
 
 func (r *run) newWorker(work time.Duration) *worker {
@@ -146,14 +158,28 @@ func (r *run) execute(ctx context.Context) (Result, error) {
 	// The harness's own setup (workers, progress, the Redis meter's INFO)
 	// comes before the allocations window opens.
 	r.setupWorkers()
-	stopProgress := r.startProgress()
 	r.meter.start(ctx)
+	if err := r.measure(ctx, r.cfg.Duration); err != nil {
+		return Result{}, err
+	}
+	res := r.result()
+	res.RedisCPU = r.meter.stop(ctx, res.Calls)
+	return res, nil
+}
+
+// measure runs the scenario's callers for d (one window), and adds its
+// time, allocations and calls to the run's. A run measured in rounds
+// (runAlternating) calls it once per round, with the same workers and
+// keys: unique keys go on where the last round stopped, and a mix that
+// repeats keys finds those earlier rounds completed.
+func (r *run) measure(ctx context.Context, d time.Duration) error {
+	stopProgress := r.startProgress()
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
 	start := time.Now()
-	deadline := start.Add(r.cfg.Duration)
-	switch r.scenario {
+	deadline := start.Add(d)
+	switch keyMix(r.scenario) {
 	case "unique":
 		r.unique(ctx, deadline)
 	case "replay":
@@ -167,15 +193,23 @@ func (r *run) execute(ctx context.Context) (Result, error) {
 	case "xstorm":
 		r.xstorm(ctx, deadline)
 	default:
-		return Result{}, fmt.Errorf("unknown scenario %q", r.scenario)
+		stopProgress()
+		return fmt.Errorf("unknown scenario %q", r.scenario)
 	}
 	elapsed := time.Since(start)
 	stopProgress()
 	runtime.ReadMemStats(&after)
 	r.maxID = r.nextID.Load()
-	res := r.result(elapsed, &before, &after)
-	res.RedisCPU = r.meter.stop(ctx, res.Calls)
-	return res, nil
+	var calls int64
+	for _, w := range r.workers {
+		calls += w.calls.Load()
+	}
+	r.elapsed += elapsed
+	r.mallocs += after.Mallocs - before.Mallocs
+	r.allocBytes += after.TotalAlloc - before.TotalAlloc
+	r.roundRates = append(r.roundRates, float64(calls-r.roundCalls)/elapsed.Seconds())
+	r.roundCalls = calls
+	return nil
 }
 
 // The scenarios' callers call until the deadline, and at least once, as
@@ -287,12 +321,20 @@ func (r *run) parallel(n int, work time.Duration, body func(*worker, *rand.Rand)
 	wg.Wait()
 }
 
+// forgetWindows drops what the windows measured so far recorded (not
+// the executions): they were a warm-up.
+func (r *run) forgetWindows() {
+	r.resetMeasurements()
+	r.elapsed, r.mallocs, r.allocBytes, r.roundCalls, r.roundRates = 0, 0, 0, 0, nil
+	r.tripsBefore, r.opsBefore = r.sys.storeCalls()
+}
+
 // resetMeasurements drops what the warm-up recorded (not the executions).
 func (r *run) resetMeasurements() {
 	for _, w := range r.workers {
 		w.lat, w.settle, w.settleOther, w.settleSame = hist{}, hist{}, hist{}, hist{}
 		w.calls.Store(0)
-		w.errors, w.wrong, w.outs, w.lastErr, w.negSettle = 0, 0, [4]int64{}, nil, 0
+		w.errors, w.wrong, w.outs, w.lastErr, w.negSettle = 0, 0, [numOutcomes]int64{}, nil, 0
 	}
 }
 
@@ -326,8 +368,10 @@ func (r *run) startProgress() func() {
 	return func() { close(done); <-stopped }
 }
 
-// result sums the workers' measurements and checks every key ran once.
-func (r *run) result(elapsed time.Duration, before, after *runtime.MemStats) Result {
+// result sums the workers' measurements over the run's windows and checks
+// every key ran once.
+func (r *run) result() Result {
+	elapsed := r.elapsed
 	var lat, settle, other, same hist
 	res := Result{Scenario: r.scenario, System: r.sys.name(), Store: r.cfg.Store, Seconds: elapsed.Seconds(),
 		Outcomes: map[string]int64{}}
@@ -356,7 +400,7 @@ func (r *run) result(elapsed time.Duration, before, after *runtime.MemStats) Res
 		res.SettleOther, res.SettleSame = &o, &sm
 	}
 	limit := r.maxID
-	if r.scenario == "replay" || r.scenario == "zipf" {
+	if mix := keyMix(r.scenario); mix == "replay" || mix == "zipf" {
 		limit = max(limit, int64(r.cfg.Keys))
 	}
 	for id := int64(1); id <= limit; id++ {
@@ -374,9 +418,14 @@ func (r *run) result(elapsed time.Duration, before, after *runtime.MemStats) Res
 		}
 	}
 	res.StoreRoundTrips, res.StoreOps = r.sys.storeCalls()
+	res.StoreRoundTrips -= r.tripsBefore
+	res.StoreOps -= r.opsBefore
 	if res.Calls > 0 {
-		res.AllocsPerOp = float64(after.Mallocs-before.Mallocs) / float64(res.Calls)
-		res.BytesPerOp = float64(after.TotalAlloc-before.TotalAlloc) / float64(res.Calls)
+		res.AllocsPerOp = float64(r.mallocs) / float64(res.Calls)
+		res.BytesPerOp = float64(r.allocBytes) / float64(res.Calls)
+	}
+	if len(r.roundRates) > 1 {
+		res.RoundThroughputs = r.roundRates
 	}
 	return res
 }

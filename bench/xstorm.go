@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"sync"
 	"time"
 )
@@ -31,8 +32,12 @@ import (
 var xstormSystems = []string{"idem", "poll"}
 
 // runsIn reports whether system runs scenario on store: the cross-instance
-// storm needs a shared store and runs xstormSystems only.
+// storm needs a shared store and runs xstormSystems only; the tx scenarios
+// run txSystems on PostgreSQL only.
 func runsIn(system, store, scenario string) bool {
+	if isTxScenario(scenario) {
+		return store == "postgres" && slices.Contains(txSystems, system)
+	}
 	if scenario != "xstorm" {
 		return runsOn(system, store)
 	}
