@@ -437,8 +437,9 @@ func TestJoinReplays(t *testing.T) {
 var _ = store.ErrLeaseLost
 
 // While a Join's completion waits for the caller's commit, the key's row is
-// locked: another instance's claim of it answers in progress and waits for
-// the commit's wake-up, and its other keys go on meanwhile.
+// locked: another instance's claim of it answers in progress and claims
+// again after the lock timeout (it could not list its waiter for the
+// commit's wake-up), and its other keys go on meanwhile.
 func TestHeldRowDelaysOnlyItsKey(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, shared)

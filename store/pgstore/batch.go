@@ -172,7 +172,7 @@ func (s *Store) exec(ctx context.Context, calls []*call) {
 				c.sent = start
 			}
 		}
-		err := s.send(ctx, pending)
+		at, err := s.send(ctx, pending)
 		switch fateOf(err) {
 		case committed:
 			tries++
@@ -182,22 +182,24 @@ func (s *Store) exec(ctx context.Context, calls []*call) {
 			}
 			continue
 		case refused:
-			// The transaction rolled back: nothing ran. Alone, each call
-			// meets only its own row's trouble.
+			// The transaction rolled back: nothing ran.
+			if lockTimedOut(err) && at != nil {
+				// Another transaction holds at's row: a completion waiting
+				// for its commit, most likely. at is answered now, and the
+				// others go again at once, without it: waiting for that
+				// row again (alone, or in every repeat of at) would hold
+				// up every other key of the batch, and of its shard.
+				s.heldRow(at, err)
+				if pending = without(pending, at); len(pending) == 0 {
+					return
+				}
+				continue
+			}
 			if len(pending) > 1 {
+				// Alone, each call meets only its own row's trouble.
 				for _, c := range pending {
 					s.exec(ctx, []*call{c})
 				}
-				return
-			}
-			if lockTimedOut(err) && pending[0].op.Kind == store.OpClaim {
-				// Another transaction holds the key's row: a completion
-				// waiting for its commit, most likely. The key is in
-				// progress as far as this claim can tell; its waiters
-				// wait for the wake-up the commit sends.
-				c := pending[0]
-				c.op.Result = store.ClaimResult{Status: store.InProgress, LeaseLeft: s.lockWait}
-				c.op.Err = nil
 				return
 			}
 			if !transient(err) {
@@ -220,6 +222,32 @@ func (s *Store) exec(ctx context.Context, calls []*call) {
 		wait *= 2
 		repeats++
 	}
+}
+
+// heldRow answers c, whose statement waited longer than the lock timeout
+// for its row (err): a claim finds the key in progress (its holder's
+// commit, or its rollback, decides it; the runtime claims again after
+// the lock timeout, since this claim could not list its waiter for the
+// wake-up), and any other op fails with err, which the runtime retries
+// on its own schedule.
+func (s *Store) heldRow(c *call, err error) {
+	if c.op.Kind == store.OpClaim {
+		c.op.Result = store.ClaimResult{Status: store.InProgress, LeaseLeft: s.lockWait}
+		c.op.Err = nil
+		return
+	}
+	fail([]*call{c}, err)
+}
+
+// without returns calls without c.
+func without(calls []*call, c *call) []*call {
+	out := make([]*call, 0, len(calls)-1)
+	for _, x := range calls {
+		if x != c {
+			out = append(out, x)
+		}
+	}
+	return out
 }
 
 // unsettled decodes the answers of a committed try (the tries-th) and
@@ -280,12 +308,13 @@ func sleep(ctx context.Context, d time.Duration) bool {
 }
 
 // send runs calls as one pgx.Batch, one round trip and one transaction,
-// and reads the rows of each. It returns nil only when the transaction
-// committed.
-func (s *Store) send(ctx context.Context, calls []*call) error {
+// and reads the rows of each. Its error is nil only when the transaction
+// committed; with an error, it returns the call whose statement the error
+// came from, when that is known.
+func (s *Store) send(ctx context.Context, calls []*call) (*call, error) {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
-		return &notSentError{err}
+		return nil, &notSentError{err}
 	}
 	defer conn.Release()
 	b := &pgx.Batch{}
@@ -297,6 +326,7 @@ func (s *Store) send(ctx context.Context, calls []*call) error {
 	}
 	br := conn.SendBatch(ctx, b)
 	_, first := br.Exec()
+	var at *call
 	for _, c := range calls {
 		if first != nil {
 			break
@@ -304,7 +334,7 @@ func (s *Store) send(ctx context.Context, calls []*call) error {
 		c.w, c.s, c.scanErr = nil, nil, nil
 		rows, err := br.Query()
 		if err != nil {
-			first = err
+			first, at = err, c
 			break
 		}
 		for rows.Next() {
@@ -321,7 +351,7 @@ func (s *Store) send(ctx context.Context, calls []*call) error {
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil && c.scanErr == nil {
-			first = err
+			first, at = err, c
 			break
 		}
 	}
@@ -330,5 +360,5 @@ func (s *Store) send(ctx context.Context, calls []*call) error {
 	if err := br.Close(); first == nil {
 		first = err
 	}
-	return first
+	return at, first
 }

@@ -35,10 +35,11 @@ type Options struct {
 	// made inside the caller's own transaction (package pgtx), which
 	// holds the row from its completion statement to its COMMIT. Past it,
 	// a claim of that key answers that the key is in progress (its waiters
-	// wait for the commit's wake-up), and the key's other operations fail
-	// as a transient error, sent again; the batch's other keys are sent
-	// again without it. So a held row delays its own key, and its batch by
-	// LockTimeout at most. Default: 500ms.
+	// claim it again LockTimeout later: the claim could not list them for
+	// the commit's wake-up), and the key's other operations fail with a
+	// retryable error; the batch's other keys are sent again at once,
+	// without it. So a held row delays its own key, and its batch by
+	// LockTimeout. Default: 500ms.
 	LockTimeout time.Duration
 	// DisableCleanup turns the background loop off: call Cleanup yourself
 	// (from one instance, or a scheduled job), or rows that have ended
