@@ -89,7 +89,10 @@ type Store struct {
 	subs     map[string]*subscription
 
 	idMu sync.Mutex
-	id   string // the database's identity, once read (SameDatabase)
+	id   *dbIdentity // the database's identity, once read (SameDatabase)
+	// finishIn is the finish statement with the table named by its
+	// schema, once resolved (CompleteIn).
+	finishIn string
 }
 
 var (

@@ -36,11 +36,16 @@ type Querier interface {
 // tx, idle_in_transaction_session_timeout, statement_timeout and
 // lock_timeout to hold (rounded up to a millisecond): the server ends a
 // transaction idle for longer, which rolls it back. Both statements go out
-// in one round trip.
+// in one round trip. The statement names the store's table by the schema
+// the store's own pool finds it in (resolved once, when Options.Schema is
+// not set), so that tx's search_path cannot lead it to another table.
 //
 // tx must run at READ COMMITTED (PostgreSQL's default), as the store's own
-// statements do; at a stricter isolation, a row changed since tx began
-// fails the statement with a serialization error.
+// statements do: a stricter isolation's snapshot may predate the claim,
+// and the statement would not see the key's row. CompleteIn refuses
+// another isolation with an error wrapping store.ErrInvalidArgument. On
+// any error, the caller must roll tx back (to a savepoint taken before
+// CompleteIn will do): the statement may have run.
 func (s *Store) CompleteIn(ctx context.Context, tx pgx.Tx, key string, tok store.Token, rec store.Record, ttl, hold time.Duration) (store.Record, error) {
 	if tx == nil {
 		return store.Record{}, fmt.Errorf("%w: pgstore.CompleteIn with a nil transaction", store.ErrInvalidArgument)
@@ -56,13 +61,23 @@ func (s *Store) CompleteIn(ctx context.Context, tx pgx.Tx, key string, tok store
 	if !ok {
 		return store.Record{}, op.Err
 	}
+	var err error
+	if c.sql, err = s.qualifiedFinish(ctx); err != nil {
+		return store.Record{}, err
+	}
 	ms := strconv.FormatInt(int64((hold+time.Millisecond-1)/time.Millisecond), 10) + "ms"
 	b := &pgx.Batch{}
 	b.Queue(`SELECT set_config('idle_in_transaction_session_timeout', $1, true),
-		set_config('statement_timeout', $1, true), set_config('lock_timeout', $1, true)`, ms)
+		set_config('statement_timeout', $1, true), set_config('lock_timeout', $1, true),
+		current_setting('transaction_isolation')`, ms)
 	b.Queue(c.sql, c.args...)
 	br := tx.SendBatch(ctx, b)
-	_, err := br.Exec()
+	var iso string
+	err = br.QueryRow().Scan(nil, nil, nil, &iso)
+	if err == nil && iso != "read committed" {
+		err = fmt.Errorf("%w: the transaction runs at %s; a completion in it needs read committed",
+			store.ErrInvalidArgument, iso)
+	}
 	if err == nil {
 		err = readCall(br, c)
 	}
@@ -162,53 +177,115 @@ func (s *Store) CompletedBy(ctx context.Context, key string, tok store.Token) (s
 // database than the store's.
 var ErrOtherDatabase = errors.New("pgstore: not the store's database")
 
+// qualifiedFinish returns the finish statement CompleteIn sends: with the
+// table named by its schema, as the store's own pool resolves it, so that a
+// caller's transaction with another search_path (another role, a pool's
+// setting) cannot complete a row of another table of the same name.
+func (s *Store) qualifiedFinish(ctx context.Context) (string, error) {
+	if s.names.schema != "" {
+		return s.q.finish, nil
+	}
+	s.idMu.Lock()
+	defer s.idMu.Unlock()
+	if s.finishIn != "" {
+		return s.finishIn, nil
+	}
+	var schema, table string
+	err := s.pool.QueryRow(ctx, `SELECT n.nspname, c.relname FROM pg_class c
+		JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = to_regclass($1)`, s.names.table).Scan(&schema, &table)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", fmt.Errorf("pgstore: the store's pool finds no table %s (call Migrate)", s.names.table)
+	}
+	if err != nil {
+		return "", fmt.Errorf("pgstore: find the schema of table %s: %w", s.names.table, err)
+	}
+	s.finishIn = buildQueries(pgx.Identifier{schema, table}.Sanitize()).finish
+	return s.finishIn, nil
+}
+
 // SameDatabase checks that db reaches the store's database: the same
 // database (current_database()) of the same server (its system
-// identifier, where the role may read it, else the server's start time and
-// port). A transaction on another database could not commit a record with
+// identifier, where both sides' roles may read it, else the server's start
+// time). A transaction on another database could not commit a record with
 // the work it protects; the error wraps ErrOtherDatabase then. The store's
-// side is read once.
+// side is read once (and again when it differs, in case the server
+// restarted since).
 func (s *Store) SameDatabase(ctx context.Context, db Querier) error {
 	if db == nil {
 		return fmt.Errorf("%w: pgstore.SameDatabase with nil", store.ErrInvalidArgument)
-	}
-	mine, err := s.identity(ctx)
-	if err != nil {
-		return err
 	}
 	theirs, err := identify(ctx, db)
 	if err != nil {
 		return err
 	}
-	if mine != theirs {
-		return fmt.Errorf("%w: it is %s, the store's is %s", ErrOtherDatabase, theirs, mine)
+	for fresh := false; ; fresh = true {
+		mine, err := s.identity(ctx, fresh)
+		if err != nil {
+			return err
+		}
+		if mine.same(theirs) {
+			return nil
+		}
+		if fresh {
+			return fmt.Errorf("%w: it is %s, the store's is %s", ErrOtherDatabase, theirs, mine)
+		}
 	}
-	return nil
 }
 
-// identity returns the store's database identity, read once.
-func (s *Store) identity(ctx context.Context) (string, error) {
+// identity returns the store's database identity, read once, or again if
+// fresh is set.
+func (s *Store) identity(ctx context.Context, fresh bool) (dbIdentity, error) {
 	s.idMu.Lock()
 	defer s.idMu.Unlock()
-	if s.id != "" {
-		return s.id, nil
+	if s.id != nil && !fresh {
+		return *s.id, nil
 	}
 	id, err := identify(ctx, s.pool)
 	if err == nil {
-		s.id = id
+		s.id = &id
 	}
 	return id, err
 }
 
-// identify names the database db reaches.
-func identify(ctx context.Context, db Querier) (string, error) {
-	var name, server string
-	err := db.QueryRow(ctx, `SELECT current_database(),
-		CASE WHEN has_function_privilege('pg_control_system()', 'EXECUTE')
-		THEN 'system ' || (SELECT system_identifier FROM pg_control_system())::text
-		ELSE 'started ' || pg_postmaster_start_time()::text || ' port ' || coalesce(inet_server_port(), 0)::text END`).Scan(&name, &server)
-	if err != nil {
-		return "", fmt.Errorf("pgstore: identify the database: %w", err)
+// dbIdentity names a database of a server.
+type dbIdentity struct {
+	name    string // current_database()
+	system  string // the server's system identifier; "" when the role may not read it
+	started string // when the server started, in UTC to the microsecond
+}
+
+// same reports whether i and o name the same database of the same server:
+// by system identifier when both have it, else by start time.
+func (i dbIdentity) same(o dbIdentity) bool {
+	if i.name != o.name {
+		return false
 	}
-	return fmt.Sprintf("database %q of server %s", name, server), nil
+	if i.system != "" && o.system != "" {
+		return i.system == o.system
+	}
+	return i.started == o.started
+}
+
+func (i dbIdentity) String() string {
+	if i.system != "" {
+		return fmt.Sprintf("database %q of server %s (started %s)", i.name, i.system, i.started)
+	}
+	return fmt.Sprintf("database %q of the server started %s", i.name, i.started)
+}
+
+// identify names the database db reaches. The system identifier is read
+// only where the role may call pg_control_system(): a query that names
+// the function fails without that right, whatever its branches.
+func identify(ctx context.Context, db Querier) (dbIdentity, error) {
+	var id dbIdentity
+	var mayRead bool
+	err := db.QueryRow(ctx, `SELECT current_database(), to_char(pg_postmaster_start_time() AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US'),
+		has_function_privilege('pg_control_system()', 'EXECUTE')`).Scan(&id.name, &id.started, &mayRead)
+	if err == nil && mayRead {
+		err = db.QueryRow(ctx, `SELECT system_identifier::text FROM pg_control_system()`).Scan(&id.system)
+	}
+	if err != nil {
+		return dbIdentity{}, fmt.Errorf("pgstore: identify the database: %w", err)
+	}
+	return id, nil
 }
