@@ -155,7 +155,7 @@ func (j *joined) Complete(tok store.Token, rec store.Record, ttl, hold time.Dura
 		// ends the transaction if it stays idle, and the record tells.
 		commitErr = errNotSettled
 	}
-	return readBack(ctx, j.st, j.key, tok, commitErr)
+	return readBack(j.st, j.key, tok, commitErr, hold)
 }
 
 // errNotSettled stands for the commit outcome of a caller that did not call
@@ -163,8 +163,13 @@ func (j *joined) Complete(tok store.Token, rec store.Record, ttl, hold time.Dura
 var errNotSettled = errors.New("pgtx: the caller did not settle its commit in time")
 
 // readBack learns from the record whether a transaction whose commit
-// failed (or was not reported) committed.
-func readBack(ctx context.Context, st *pgstore.Store, key string, tok store.Token, commitErr error) (store.Record, error) {
+// failed (or was not reported) committed. It has a deadline of its own: a
+// COMMIT that failed by running out of time leaves none, and the read must
+// outlast what holds the row (the server ends the transaction hold after
+// it went idle, if its COMMIT never comes).
+func readBack(st *pgstore.Store, key string, tok store.Token, commitErr error, hold time.Duration) (store.Record, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*hold+5*time.Second)
+	defer cancel()
 	rec, err := st.CompletedBy(ctx, key, tok)
 	switch {
 	case err == nil:

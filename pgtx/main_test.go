@@ -120,3 +120,10 @@ func exampleDatabase() string {
 	}
 	return shared.DSN(name)
 }
+
+// rowsErr returns how many charges key has, or the query's error.
+func (e *env) rowsErr(key string) (int, error) {
+	var n int
+	err := e.work.QueryRow(bg, `SELECT count(*) FROM charges WHERE key = $1`, key).Scan(&n)
+	return n, err
+}

@@ -124,27 +124,18 @@ func (r *run) Complete(tok store.Token, rec store.Record, ttl, hold time.Duratio
 		afterStatement()
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return settle(ctx, r.st, r.key, tok, stored, err)
+		return settle(r.st, r.key, tok, err, hold)
 	}
 	return stored, nil
 }
 
 // settle decides what a transaction whose COMMIT failed came to: a COMMIT
 // the server refused rolled back; one whose reply was lost is read back.
-func settle(ctx context.Context, st *pgstore.Store, key string, tok store.Token, stored store.Record, commitErr error) (store.Record, error) {
+func settle(st *pgstore.Store, key string, tok store.Token, commitErr error, hold time.Duration) (store.Record, error) {
 	if errors.Is(commitErr, pgx.ErrTxCommitRollback) {
 		return store.Record{}, fmt.Errorf("pgtx: %q: the transaction rolled back at COMMIT: %w", key, commitErr)
 	}
-	rec, err := st.CompletedBy(ctx, key, tok)
-	switch {
-	case err == nil:
-		return rec, nil
-	case errors.Is(err, store.ErrNotFound):
-		return store.Record{}, fmt.Errorf("pgtx: %q: COMMIT failed and nothing committed: %w", key, commitErr)
-	default:
-		return store.Record{}, fmt.Errorf("pgtx: %q: %w: COMMIT failed (%v) and reading the record back failed too (%v)",
-			key, idem.ErrStoreUnavailable, commitErr, err)
-	}
+	return readBack(st, key, tok, commitErr, hold)
 }
 
 // afterStatement, when set (by tests), runs between the completion
