@@ -31,6 +31,12 @@ import (
 // commit or roll back tx; tx must not be used by anything else until Join
 // returns. The call waits for fn to return even if ctx ends first
 // (idem.WithOwnerWaits), since fn uses tx.
+//
+// fn's context is cancelled when the key's lease is lost or the runtime
+// closes (see idem.Do). pgx answers a context cancelled during a statement
+// by closing the statement's connection: tx then ends, rolled back, the
+// caller's own work with it, and its COMMIT fails. Nothing of fn commits
+// either, and the key is released.
 func Join[T any](ctx context.Context, rt *idem.Runtime, tx pgx.Tx, key string,
 	fn func(ctx context.Context, tx pgx.Tx) (T, error), opts ...idem.CallOption) (*Pending[T], error) {
 	if tx == nil {
@@ -89,14 +95,16 @@ type Pending[T any] struct {
 }
 
 // Value returns fn's value (or the value replayed), before the commit:
-// what Settle returns if the commit succeeds.
+// what Settle returns if the commit succeeds. It returns the same value
+// before and after Settle, whatever the commit did.
 func (p *Pending[T]) Value() T {
 	select {
-	case <-p.done:
-		return p.v
 	case <-p.j.ready:
 		return p.pre
+	default: // a replay: Join returned once done was closed
 	}
+	<-p.done
+	return p.v
 }
 
 // Settle tells the runtime how the caller's commit of tx ended (nil:

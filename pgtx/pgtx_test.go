@@ -373,6 +373,34 @@ func TestJoinRolledBackReleasesTheKey(t *testing.T) {
 	}
 }
 
+// Value answers fn's value before and after a Settle whose commit failed.
+// Once both of its channels were closed, it chose between them at random.
+func TestPendingValueAfterAFailedCommit(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, shared)
+	rt := e.runtime(t, idem.Options{})
+	tx, err := e.work.Begin(bg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := pgtx.Join(bg, rt, tx, "k", charge("k", runID()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := p.Value()
+	if err := tx.Rollback(bg); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Settle(errors.New("rolled back")); err == nil {
+		t.Fatal("Settle after a rollback succeeded")
+	}
+	for i := range 64 {
+		if v := p.Value(); v != id {
+			t.Fatalf("Value #%d after the failed commit = %d, before it %d", i, v, id)
+		}
+	}
+}
+
 // A transient error in Join rolls back fn's work to its savepoint and
 // leaves the caller's own work in place.
 func TestJoinTransientErrorKeepsTheCallersWork(t *testing.T) {
