@@ -46,3 +46,36 @@ func TestHeldRowDelaysItsBatchOnce(t *testing.T) {
 		t.Fatalf("the batch took %v with a lock timeout of %v", took, wait)
 	}
 }
+
+// PostgreSQL's timeouts stop at INT_MAX milliseconds (about 24.8 days). A
+// longer LockTimeout made every batch fail ("invalid value for parameter
+// lock_timeout"); it is refused by New. A longer hold (half of a lease of
+// more than seven weeks) made every CompleteIn fail; it is cut to the
+// longest.
+func TestTimeoutsBeyondPostgresRange(t *testing.T) {
+	t.Parallel()
+	pool := sharedPool(t)
+	if _, err := pgstore.New(bg, pool, pgstore.Options{Table: newTable(), LockTimeout: 1000 * time.Hour}); !errors.Is(err, store.ErrInvalidArgument) {
+		t.Fatalf("New with a LockTimeout of 1000h = %v, want ErrInvalidArgument", err)
+	}
+	s := newStore(t, pool, pgstore.Options{})
+	const lease = 60 * 24 * time.Hour
+	res, err := s.Claim(bg, "a", store.ClaimRequest{Owner: "o1", Lease: lease, TTL: lease})
+	if err != nil || res.Status != store.Claimed {
+		t.Fatalf("claim: %+v, %v", res, err)
+	}
+	tx, err := pool.Begin(bg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(bg)
+	if _, err := s.CompleteIn(bg, tx, "a", res.Token, store.Record{Value: []byte(`1`)}, time.Hour, lease/2); err != nil {
+		t.Fatalf("CompleteIn with a hold of %v: %v", lease/2, err)
+	}
+	if err := tx.Commit(bg); err != nil {
+		t.Fatal(err)
+	}
+	if rec, err := s.Get(bg, "a"); err != nil || string(rec.Value) != `1` {
+		t.Fatalf("Get = %+v, %v", rec, err)
+	}
+}

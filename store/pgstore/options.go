@@ -56,6 +56,11 @@ const (
 	defaultLockTimeout     = 500 * time.Millisecond
 )
 
+// maxTimeout is the longest lock_timeout (and statement_timeout,
+// idle_in_transaction_session_timeout) PostgreSQL takes: INT_MAX
+// milliseconds, about 24.8 days.
+const maxTimeout = (1<<31 - 1) * time.Millisecond
+
 func (o Options) validate() error {
 	switch {
 	case o.Timeout < 0:
@@ -64,6 +69,8 @@ func (o Options) validate() error {
 		return fmt.Errorf("%w: pgstore: CleanupInterval %v must not be negative", store.ErrInvalidArgument, o.CleanupInterval)
 	case o.LockTimeout < 0:
 		return fmt.Errorf("%w: pgstore: LockTimeout %v must not be negative", store.ErrInvalidArgument, o.LockTimeout)
+	case o.LockTimeout > maxTimeout:
+		return fmt.Errorf("%w: pgstore: LockTimeout %v is longer than PostgreSQL's longest, %v", store.ErrInvalidArgument, o.LockTimeout, maxTimeout)
 	case o.CleanupBatch < 0:
 		return fmt.Errorf("%w: pgstore: CleanupBatch %d must not be negative", store.ErrInvalidArgument, o.CleanupBatch)
 	}

@@ -34,9 +34,9 @@ type Querier interface {
 // stalls after it (a paused process, a lost connection) cannot keep the
 // key from others past its lease, CompleteIn first sets, for the rest of
 // tx, idle_in_transaction_session_timeout, statement_timeout and
-// lock_timeout to hold (rounded up to a millisecond): the server ends a
-// transaction idle for longer, which rolls it back. Both statements go out
-// in one round trip. The statement names the store's table by the schema
+// lock_timeout to hold (rounded up to a millisecond, and at most about
+// 24.8 days, PostgreSQL's longest): the server ends a transaction idle for
+// longer, which rolls it back. Both statements go out in one round trip. The statement names the store's table by the schema
 // the store's own pool finds it in (resolved once, when Options.Schema is
 // not set), so that tx's search_path cannot lead it to another table.
 //
@@ -65,7 +65,9 @@ func (s *Store) CompleteIn(ctx context.Context, tx pgx.Tx, key string, tok store
 	if c.sql, err = s.qualifiedFinish(ctx); err != nil {
 		return store.Record{}, err
 	}
-	ms := strconv.FormatInt(int64((hold+time.Millisecond-1)/time.Millisecond), 10) + "ms"
+	// PostgreSQL takes at most maxTimeout; a longer hold (half of a lease
+	// of more than seven weeks) would fail every completion.
+	ms := strconv.FormatInt(int64((min(hold, maxTimeout)+time.Millisecond-1)/time.Millisecond), 10) + "ms"
 	b := &pgx.Batch{}
 	b.Queue(`SELECT set_config('idle_in_transaction_session_timeout', $1, true),
 		set_config('statement_timeout', $1, true), set_config('lock_timeout', $1, true),
