@@ -27,9 +27,9 @@ import (
 // Join returns an error, and no Pending, when nothing of the call waits in
 // tx: the key's stored permanent error replayed, a conflict, a lease lost,
 // fn's transient error (its work rolled back to the savepoint, the rest of
-// tx untouched). fn runs on the caller's goroutine's behalf and must not
-// commit or roll back tx; tx must not be used by anything else until Join
-// returns. The call waits for fn to return even if ctx ends first
+// tx untouched). fn runs on the caller's goroutine's behalf; the tx it gets
+// returns an error from Commit and Rollback (its savepoint's end is
+// Join's); tx must not be used by anything else until Join returns. The call waits for fn to return even if ctx ends first
 // (idem.WithOwnerWaits), since fn uses tx.
 //
 // fn's context is cancelled when the key's lease is lost or the runtime

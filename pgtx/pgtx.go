@@ -20,7 +20,8 @@ import (
 // result committed in one transaction on pool: fn gets the transaction, and
 // the key's record is completed in it as its last statement before COMMIT
 // (see the package documentation for what that guarantees, and how errors
-// are handled). fn must not commit or roll back tx itself.
+// are handled). tx's Commit and Rollback return an error to fn: its end is
+// Do's.
 //
 // pool must reach the runtime's store's database, but should not be the
 // pool the store uses: fn's transaction holds a connection for as long as
@@ -68,12 +69,25 @@ func inTx[T any](ctx context.Context, tx pgx.Tx, fn func(context.Context, pgx.Tx
 			rollback(ctx, tx)
 		}
 	}()
-	v, err = fn(ctx, tx)
+	v, err = fn(ctx, fnTx{tx})
 	returned = true
 	var kw *keptError
 	keep = err == nil || errors.As(err, &kw)
 	return v, keep, err
 }
+
+// fnTx is the transaction a function gets: tx, whose end is pgtx's. A
+// COMMIT by the function would commit its work without the key's record,
+// and the key, released, would run the function again; a ROLLBACK (a
+// habitual defer tx.Rollback) would fail the completion. Both are refused.
+// Savepoints (Begin) are the function's to end.
+type fnTx struct{ pgx.Tx }
+
+// errEndsTx is what Commit and Rollback return to a function.
+var errEndsTx = errors.New("pgtx: the function's transaction ends with the key's record: pgtx commits or rolls it back, not the function")
+
+func (fnTx) Commit(context.Context) error   { return errEndsTx }
+func (fnTx) Rollback(context.Context) error { return errEndsTx }
 
 // rollback rolls tx back, even once ctx has ended. Its error is of no use:
 // a transaction that cannot be rolled back ends with its connection.

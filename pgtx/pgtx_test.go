@@ -65,6 +65,57 @@ func TestDoCommitsWorkWithTheResult(t *testing.T) {
 	}
 }
 
+// A function that commits or rolls back the transaction it was given is
+// refused: a COMMIT committed its work without the key's record, the key
+// was released, and every call ran it again (two calls, two rows); a
+// deferred Rollback failed every completion.
+func TestFnCannotEndItsTransaction(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, shared)
+	rt := e.runtime(t, idem.Options{})
+	for range 2 {
+		if _, err := pgtx.Do(bg, rt, e.work, "commits", func(ctx context.Context, tx pgx.Tx) (int64, error) {
+			id, err := charge("commits", runID())(ctx, tx)
+			if err != nil {
+				return 0, err
+			}
+			if err := tx.Commit(ctx); err == nil {
+				t.Error("fn committed its transaction")
+			}
+			return id, nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := e.rows(t, "commits"); n != 1 {
+		t.Fatalf("%d rows, want 1", n)
+	}
+	if _, err := pgtx.Do(bg, rt, e.work, "defers", func(ctx context.Context, tx pgx.Tx) (int64, error) {
+		defer tx.Rollback(ctx)
+		return charge("defers", runID())(ctx, tx)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := e.work.Begin(bg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(bg)
+	p, err := pgtx.Join(bg, rt, tx, "joined", func(ctx context.Context, tx pgx.Tx) (int64, error) {
+		defer tx.Rollback(ctx)
+		return charge("joined", runID())(ctx, tx)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Settle(tx.Commit(bg)); err != nil {
+		t.Fatal(err)
+	}
+	if n, m := e.rows(t, "defers"), e.rows(t, "joined"); n != 1 || m != 1 {
+		t.Fatalf("rows: %d and %d, want 1 and 1", n, m)
+	}
+}
+
 func notRun[T any](t testing.TB) func(context.Context) (T, error) {
 	return func(context.Context) (T, error) {
 		t.Error("function ran, but it must not")
