@@ -77,6 +77,11 @@ func (o *owner[T]) completeBy(f *actors.Finish) {
 	rec, err := o.completer.Complete(o.claim.token, f.Record, req.TTL, hold)
 	var rep actors.Reply
 	switch {
+	case errors.Is(err, ownerhook.ErrByStore):
+		// The shard completes the key as for any owner, and answers it:
+		// a result the store would accept is kept until it does.
+		o.rt.set.Finish(f)
+		return
 	case err == nil:
 		f.Stored = true
 		f.Own = actors.Cached{Record: rec, Value: f.Value, Err: f.Err}

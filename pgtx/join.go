@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/idemrt/idem"
+	"github.com/idemrt/idem/internal/ownerhook"
 	"github.com/idemrt/idem/store"
 	"github.com/idemrt/idem/store/pgstore"
 )
@@ -139,7 +140,7 @@ func (j *joined) Complete(tok store.Token, rec store.Record, ttl, hold time.Dura
 		if sp != nil {
 			rollback(ctx, sp)
 		}
-		return j.st.Complete(ctx, j.key, tok, rec, ttl)
+		return store.Record{}, ownerhook.ErrByStore
 	}
 	stored, err := j.st.CompleteIn(ctx, sp, j.key, tok, rec, ttl, hold)
 	if err != nil {

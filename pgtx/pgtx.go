@@ -123,11 +123,12 @@ func (r *run) Complete(tok store.Token, rec store.Record, ttl, hold time.Duratio
 	tx := r.tx
 	if tx == nil || rec.Failed && !r.keptErr {
 		// fn's work is not kept (a permanent error, or a value its codec
-		// could not encode): the error is stored alone.
+		// could not encode): the error is stored alone, by the runtime,
+		// which keeps it through a store outage as it keeps any result.
 		if tx != nil {
 			rollback(ctx, tx)
 		}
-		return r.st.Complete(ctx, r.key, tok, rec, ttl)
+		return store.Record{}, ownerhook.ErrByStore
 	}
 	stored, err := r.st.CompleteIn(ctx, tx, r.key, tok, rec, ttl, hold)
 	if err != nil {

@@ -6,6 +6,7 @@
 package ownerhook
 
 import (
+	"errors"
 	"time"
 
 	"github.com/idemrt/idem/store"
@@ -24,9 +25,16 @@ type Completer interface {
 	// key was no longer tok's (nothing was stored, and the function's work
 	// did not commit); any other error when nothing was stored for another
 	// reason (the key is then released, fenced by tok, as after a
-	// transient failure, and the caller gets that error).
+	// transient failure, and the caller gets that error); ErrByStore when
+	// nothing of rec waits on the Completer (no work of the function's to
+	// commit with it): the runtime stores rec through its store then, as
+	// for any call, and keeps offering it until the store answers.
 	Complete(tok store.Token, rec store.Record, ttl, hold time.Duration) (store.Record, error)
 }
+
+// ErrByStore is a Completer's answer that the runtime is to store the
+// result itself (see Completer).
+var ErrByStore = errors.New("ownerhook: stored by the runtime's store")
 
 // Option returns an idem.CallOption (as any) that has the owner of the call
 // store its result with c. Set by package idem.
