@@ -7,9 +7,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"runtime/debug"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/idemrt/idem"
 	"github.com/idemrt/idem/store"
@@ -27,6 +30,8 @@ type Middleware struct {
 	anonymous sync.Once         // the warning about the anonymous scope
 	close     sync.Once
 	closeErr  error
+	// Request bodies being read, and the bytes they hold (BodyStats).
+	reading, buffered atomic.Int64
 }
 
 // New returns a middleware. It fails with an error matching
@@ -366,7 +371,11 @@ func bodyReader(body []byte) io.ReadCloser {
 	return io.NopCloser(bytes.NewReader(body))
 }
 
-// readBody reads the whole request body, at most MaxRequestBody bytes.
+// readBody reads the whole request body, at most MaxRequestBody bytes,
+// within BodyTimeout. The buffer grows with what the client sends, never
+// with what its Content-Length announces beyond firstRead: a client that
+// announces a gigabyte and sends ten bytes holds a few kilobytes, and one
+// that stalls is cut off at the deadline.
 func (m *Middleware) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	if r.Body == nil || r.Body == http.NoBody {
 		return nil, nil
@@ -376,17 +385,55 @@ func (m *Middleware) readBody(w http.ResponseWriter, r *http.Request) ([]byte, e
 	if r.ContentLength > limit {
 		return nil, tooLarge
 	}
+	rc := http.NewResponseController(w)
+	if err := rc.SetReadDeadline(time.Now().Add(m.o.BodyTimeout)); err == nil {
+		// Cleared once read: the handler's own reads are the server's
+		// business (it reads from the copy anyway).
+		defer rc.SetReadDeadline(time.Time{}) //nolint:errcheck // set above, so supported
+	}
+	// Without deadline support (a writer that wraps the server's and does
+	// not unwrap), the server's own ReadTimeout bounds a stalled upload.
 	var buf bytes.Buffer
-	if r.ContentLength > 0 {
-		buf.Grow(int(r.ContentLength))
-	}
-	if _, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, limit)); err != nil {
-		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
-			return nil, tooLarge
+	buf.Grow(int(min(max(r.ContentLength, 0), firstRead)))
+	body := http.MaxBytesReader(w, r.Body, limit)
+	m.reading.Add(1)
+	defer m.reading.Add(-1)
+	chunk := make([]byte, 32<<10)
+	for {
+		n, err := body.Read(chunk)
+		buf.Write(chunk[:n])
+		m.buffered.Add(int64(n))
+		if err == io.EOF {
+			break
 		}
-		return nil, fmt.Errorf("%w: %v", ErrBodyRead, err)
+		if err != nil {
+			m.buffered.Add(-int64(buf.Len()))
+			if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+				return nil, tooLarge
+			}
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				return nil, fmt.Errorf("%w: not sent within %v (Options.BodyTimeout)", ErrBodyRead, m.o.BodyTimeout)
+			}
+			return nil, fmt.Errorf("%w: %v", ErrBodyRead, err)
+		}
 	}
+	m.buffered.Add(-int64(buf.Len()))
 	return buf.Bytes(), nil
+}
+
+// firstRead is the most a body's buffer is sized for before it arrives.
+const firstRead = 64 << 10
+
+// BodyStats are the middleware's own counts of request bodies being read.
+type BodyStats struct {
+	Reading  int   // requests whose body is being read now
+	Buffered int64 // bytes those bodies hold so far
+}
+
+// BodyStats returns how many request bodies are being read now, and the
+// bytes they hold: what stalled and slow uploads cost.
+func (m *Middleware) BodyStats() BodyStats {
+	return BodyStats{Reading: int(m.reading.Load()), Buffered: m.buffered.Load()}
 }
 
 // fail answers with the middleware's own error response. 409 and 503 get

@@ -6,8 +6,10 @@ import (
 	"net/http"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/idemrt/idem"
+	"github.com/idemrt/idem/store"
 )
 
 // Options configures a [Middleware]. The zero value is valid: every field
@@ -112,9 +114,21 @@ type Options struct {
 
 	// MaxRequestBody bounds the request body, which is read into memory
 	// for the fingerprint and handed to the handler from there. A larger
-	// body is answered 413 and the handler does not run.
+	// body is answered 413 and the handler does not run. The body is read
+	// as it arrives: memory follows what the client sent, never what its
+	// Content-Length announces. Whatever is set, a body is never read past
+	// [MaxRequestBodyCeiling] (a larger value, math.MaxInt64 for "no
+	// limit" included, means the ceiling).
 	// Default: 1 MiB.
 	MaxRequestBody int64
+
+	// BodyTimeout bounds the time to read a request's body, through the
+	// server's read deadline (http.ResponseController): an upload that
+	// stalls is answered 400 and its memory freed. Where the writer
+	// cannot set a deadline (a wrapper that does not unwrap to the
+	// server's), the server's own ReadTimeout is the bound.
+	// Default: 30s. At most store.MaxDuration.
+	BodyTimeout time.Duration
 
 	// MaxStoredBody bounds the response body that is stored. A larger
 	// response still goes to its client, but it is not stored: the key is
@@ -184,9 +198,13 @@ type Options struct {
 }
 
 const (
-	defaultMaxBody = 1 << 20
-	defaultVersion = "http"
-	defaultSettle  = 10 * time.Second
+	defaultMaxBody     = 1 << 20
+	defaultVersion     = "http"
+	defaultBodyTimeout = 30 * time.Second
+	// maxVersion is the longest Version: keys must fit store.MaxKeyLen
+	// with the longest idempotency key and scope.
+	maxVersion    = 64
+	defaultSettle = 10 * time.Second
 )
 
 // resolve rejects invalid values and fills in the defaults.
@@ -209,6 +227,12 @@ func (o Options) validate() error {
 	}
 	if o.MaxRequestBody < 0 {
 		return invalid("MaxRequestBody is %d; it must not be negative (zero means the default)", o.MaxRequestBody)
+	}
+	if o.BodyTimeout < 0 || o.BodyTimeout > store.MaxDuration {
+		return invalid("BodyTimeout is %v; it must be between 0 (the default) and %v", o.BodyTimeout, store.MaxDuration)
+	}
+	if err := checkVersion(o.Version); err != nil {
+		return err
 	}
 	if o.MaxStoredBody < 0 {
 		return invalid("MaxStoredBody is %d; it must not be negative (zero means the default)", o.MaxStoredBody)
@@ -261,6 +285,26 @@ func (o Options) validateChoices() error {
 	return nil
 }
 
+// MaxRequestBodyCeiling is the largest request body the middleware reads,
+// whatever Options.MaxRequestBody says: 256 MiB. The body is held in memory
+// whole (for the fingerprint, and to hand to the handler), so a body of
+// that size costs that much per request in flight; an API that takes more
+// should stream it to storage and send a reference, which a retry can
+// repeat.
+const MaxRequestBodyCeiling = 256 << 20
+
+// checkVersion refuses a Version that would make every key invalid, or
+// that a log cannot show: at most maxVersion bytes of printable UTF-8.
+func checkVersion(v string) error {
+	switch {
+	case len(v) > maxVersion:
+		return invalid("Version is %d bytes; it must be at most %d", len(v), maxVersion)
+	case !utf8.ValidString(v) || strings.ContainsFunc(v, func(r rune) bool { return r < ' ' || r == 0x7f }):
+		return invalid("Version is %q; it must be printable text, without control characters", v)
+	}
+	return nil
+}
+
 // checkMethod rejects a method that is not a token, and a standard method
 // in the wrong case.
 func checkMethod(m string) error {
@@ -301,6 +345,10 @@ func (o Options) withDefaults() Options {
 	o.Policy = o.Policy.Inherit(idem.Policy{Settle: defaultSettle})
 	if o.MaxRequestBody == 0 {
 		o.MaxRequestBody = defaultMaxBody
+	}
+	o.MaxRequestBody = min(o.MaxRequestBody, MaxRequestBodyCeiling)
+	if o.BodyTimeout == 0 {
+		o.BodyTimeout = defaultBodyTimeout
 	}
 	if o.MaxStoredBody == 0 {
 		o.MaxStoredBody = defaultMaxBody

@@ -1,0 +1,152 @@
+package httpidem_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/idemrt/idem"
+	"github.com/idemrt/idem/httpidem"
+	"github.com/idemrt/idem/internal/idemtest"
+)
+
+// serverChildEnv makes the test binary a server with MaxRequestBody set to
+// "no limit", listening on the address it holds.
+const serverChildEnv = "HTTPIDEM_TEST_SERVER"
+
+func serverChild(addr string) int {
+	mw, err := httpidem.New(httpidem.Options{MaxRequestBody: math.MaxInt64, SharedScope: true, BodyTimeout: time.Second})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	h := mw.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		fmt.Fprintf(w, "got %d bytes", len(b))
+	}))
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	fmt.Println("listening", l.Addr())
+	_ = http.Serve(l, h)
+	return 0
+}
+
+// rawRequest sends a POST announcing length bytes and sending body, and
+// returns the status line of the answer (or the error).
+func rawRequest(addr string, length int64, body string) (string, error) {
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	fmt.Fprintf(c, "POST / HTTP/1.1\r\nHost: x\r\nIdempotency-Key: k-%d\r\nContent-Length: %d\r\n\r\n%s", length, length, body)
+	line, err := bufio.NewReader(c).ReadString('\n')
+	return strings.TrimSpace(line), err
+}
+
+// A request announcing 1 TiB with "no limit" set is refused at the ceiling,
+// in a server of its own process, which lives on (it used to grow its
+// buffer to the announced length and die of it).
+func TestAnnouncedTerabyteIsRefused(t *testing.T) {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), serverChildEnv+"=127.0.0.1:0")
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-exited
+	})
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatalf("child: %v", err)
+	}
+	addr := strings.TrimSpace(strings.TrimPrefix(line, "listening "))
+	status, err := rawRequest(addr, 1<<40, "0123456789")
+	if err != nil || !strings.Contains(status, "413") {
+		t.Fatalf("1 TiB announced: %q, %v; want 413", status, err)
+	}
+	// Under the ceiling but far over what is sent: read as it comes, and
+	// cut off at the body's deadline.
+	status, err = rawRequest(addr, 100<<20, "0123456789")
+	if err != nil || !strings.Contains(status, "400") {
+		t.Fatalf("100 MiB announced, 10 bytes sent: %q, %v; want 400", status, err)
+	}
+	select {
+	case err := <-exited:
+		t.Fatalf("the server died: %v", err)
+	default:
+	}
+	if status, err := rawRequest(addr, 5, "hello"); err != nil || !strings.Contains(status, "200") {
+		t.Fatalf("a normal request after them: %q, %v", status, err)
+	}
+}
+
+// Stalled uploads hold what they sent, not what they announced, and are
+// cut off at BodyTimeout.
+func TestStalledUploadsHoldWhatTheySent(t *testing.T) {
+	srv, mw := serve(t, httpidem.Options{SharedScope: true, MaxRequestBody: 64 << 20, BodyTimeout: 2 * time.Second},
+		http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { t.Error("handler ran") }))
+	addr := strings.TrimPrefix(srv.URL, "http://")
+	const n = 50
+	var wg sync.WaitGroup
+	statuses := make([]string, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			statuses[i], _ = rawRequest(addr, 64<<20, "x")
+		}()
+	}
+	idemtest.Eventually(t, "the uploads to be read", func() bool {
+		st := mw.BodyStats()
+		return st.Reading == n && st.Buffered == n
+	})
+	wg.Wait() // each is cut off at its deadline
+	for i, s := range statuses {
+		if !strings.Contains(s, "400") {
+			t.Fatalf("stalled upload %d answered %q, want 400", i, s)
+		}
+	}
+	if st := mw.BodyStats(); st.Reading != 0 || st.Buffered != 0 {
+		t.Fatalf("after the deadline: %+v, want nothing held", st)
+	}
+}
+
+func TestVersionIsChecked(t *testing.T) {
+	for _, v := range []string{"v\x00", strings.Repeat("v", 2000), "a\nb"} {
+		if _, err := httpidem.New(httpidem.Options{Version: v}); !errors.Is(err, idem.ErrInvalidArgument) {
+			t.Errorf("Version %q: err = %v, want ErrInvalidArgument", v[:min(len(v), 10)], err)
+		}
+	}
+	if _, err := httpidem.New(httpidem.Options{BodyTimeout: -time.Second}); !errors.Is(err, idem.ErrInvalidArgument) {
+		t.Errorf("negative BodyTimeout: %v", err)
+	}
+	mw, err := httpidem.New(httpidem.Options{Version: "payments-v2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = mw.Close(context.Background())
+}
