@@ -39,6 +39,14 @@ type Options struct {
 	// Default: 65536.
 	CacheEntries int
 
+	// CacheBytes bounds the hot cache in bytes as well: each result is
+	// weighed by its encoded size (value, error text, fingerprint, owner),
+	// and the least recently used go first. A result heavier than a
+	// shard's share (CacheBytes / Shards) is not cached: the store serves
+	// its replays. Stats reports what the cache holds.
+	// Default: 64 MiB.
+	CacheBytes int64
+
 	// DisableCache turns the hot cache off: every replay reads the store.
 	// Default: false.
 	DisableCache bool
@@ -138,6 +146,9 @@ func (o *Options) validate() error {
 			return bad("%s is %d; it must not be negative (zero means the default)", n.name, n.v)
 		}
 	}
+	if o.CacheBytes < 0 {
+		return bad("CacheBytes is %d; it must not be negative (zero means the default)", o.CacheBytes)
+	}
 	if o.PollInterval != 0 && o.PollInterval < minPollInterval {
 		return bad("PollInterval is %v; it must be at least %v (zero means the default)", o.PollInterval, minPollInterval)
 	}
@@ -155,6 +166,9 @@ func (o *Options) fillDefaults() {
 	}
 	if o.CacheEntries == 0 {
 		o.CacheEntries = 65536
+	}
+	if o.CacheBytes == 0 {
+		o.CacheBytes = 64 << 20
 	}
 	if o.PollInterval == 0 {
 		o.PollInterval = actors.DefaultPollInterval

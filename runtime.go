@@ -62,6 +62,7 @@ func New(opts Options) (*Runtime, error) {
 		Clock:        o.Clock,
 		Logger:       o.Logger,
 		CacheEntries: perShard,
+		CacheBytes:   max(1, o.CacheBytes/int64(o.Shards)),
 		MaxPending:   o.MaxPending,
 		MaxBatch:     o.MaxBatch,
 		StoreTimeout: o.StoreTimeout,
@@ -121,6 +122,10 @@ type Stats struct {
 	Pending  int   // callers admitted and not yet answered
 	Batches  int64 // store batches sent since start
 	Ops      int64 // store operations sent since start
+	// The hot cache: results held, and their weight in bytes (see
+	// Options.CacheBytes).
+	CacheEntries int
+	CacheBytes   int64
 }
 
 // Stats returns the runtime's counters: keys in flight, parked callers,
@@ -134,6 +139,8 @@ func (rt *Runtime) Stats() Stats {
 		st.Pending += s.Pending
 		st.Batches += s.Batches
 		st.Ops += s.Ops
+		st.CacheEntries += s.CacheEntries
+		st.CacheBytes += s.CacheBytes
 	})
 	return st
 }

@@ -43,6 +43,9 @@ type Stats struct {
 	Pending  int   // callers admitted and not yet answered
 	Batches  int64 // store batches sent since start
 	Ops      int64 // store operations sent since start
+	// The LRU: results held, and their weight in bytes (Cached.Size).
+	CacheEntries int
+	CacheBytes   int64
 }
 
 // NewSet starts n shard actors sharing cfg. Its Logger, Clock and Store must
@@ -208,8 +211,12 @@ func (set *Set) Done() <-chan struct{} { return set.done }
 // neither allocate nor need a large frame).
 func (set *Set) Stats(each func(shard int, st Stats)) {
 	for i, s := range set.shards {
-		each(i, Stats{InFlight: int(s.nEntries.Load()), Waiters: int(s.nWaiters.Load()), Pending: s.gate.Pending(),
-			Batches: s.nBatches.Load(), Ops: s.nOps.Load()})
+		st := Stats{InFlight: int(s.nEntries.Load()), Waiters: int(s.nWaiters.Load()), Pending: s.gate.Pending(),
+			Batches: s.nBatches.Load(), Ops: s.nOps.Load()}
+		if s.cache != nil {
+			st.CacheEntries, st.CacheBytes = s.cache.Len(), s.cacheBytes.Load()
+		}
+		each(i, st)
 	}
 }
 

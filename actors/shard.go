@@ -24,8 +24,12 @@ type Config struct {
 	Clock        clock.Clock
 	Logger       *slog.Logger // never nil
 	CacheEntries int          // per shard; 0 disables the LRU
-	MaxPending   int          // per shard; 0: no limit
-	MaxBatch     int          // most operations in one store batch; 0: no limit
+	// CacheBytes bounds, per shard, the bytes of the results the LRU holds,
+	// each weighted by its encoded size (Cached.Size); 0: no byte bound. A
+	// result larger than it is not cached (the store serves it).
+	CacheBytes   int64
+	MaxPending   int // per shard; 0: no limit
+	MaxBatch     int // most operations in one store batch; 0: no limit
 	StoreTimeout time.Duration
 	// PollInterval is the longest wait between two re-claims of a key held
 	// by another instance when the store cannot wake waiters (no
@@ -54,7 +58,10 @@ type shard struct {
 	worker   *mailbox.Worker
 	inline   bool
 	cache    *lru.Cache[string, Cached]
-	gate     mailbox.Gate
+	// cacheBytes is the weight of what cache holds (see Config.CacheBytes),
+	// kept by cacheAdd and the cache's eviction callback.
+	cacheBytes atomic.Int64
+	gate       mailbox.Gate
 
 	// partitioner splits the store's batches (nil: one partition).
 	partitioner store.Partitioner
@@ -120,7 +127,11 @@ func newShard(cfg *Config) *shard {
 	s.partitioner, _ = cfg.Store.(store.Partitioner)
 	s.gate.SetLimit(cfg.MaxPending)
 	if cfg.CacheEntries > 0 {
-		s.cache, _ = lru.New[string, Cached](cfg.CacheEntries)
+		// Every removal (an eviction, Remove, an expired hit) goes
+		// through the callback; a replaced value does not (see cacheAdd).
+		s.cache, _ = lru.NewWithEvict(cfg.CacheEntries, func(_ string, c Cached) {
+			s.cacheBytes.Add(-int64(c.Size))
+		})
 	}
 	s.newOwner = cfg.newOwner // NewSet gives each shard its own otherwise
 	_, s.inline = cfg.Store.(store.InProcess)
@@ -161,6 +172,26 @@ func (s *shard) forget(ctx context.Context, key string) error {
 		return ctx.Err()
 	case <-s.done:
 		return store.ErrClosed
+	}
+}
+
+// cacheAdd keeps c as key's result in the LRU, within the shard's byte
+// bound: the least recently used results go first, and a result heavier
+// than the whole bound is not kept. (On the shard's goroutine only: the
+// hit path only reads and removes.)
+func (s *shard) cacheAdd(key string, c Cached) {
+	most := s.cfg.CacheBytes
+	if most > 0 && int64(c.Size) > most {
+		s.cache.Remove(key) // an older result of the key must not stay
+		return
+	}
+	s.cache.Remove(key) // a replaced value would not go through the callback
+	s.cacheBytes.Add(int64(c.Size))
+	s.cache.Add(key, c)
+	for most > 0 && s.cacheBytes.Load() > most {
+		if _, _, ok := s.cache.RemoveOldest(); !ok {
+			break
+		}
 	}
 }
 

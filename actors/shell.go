@@ -81,7 +81,7 @@ func (s *shard) perform(e *keyState, fx *effects) {
 		st.req.stop(st.cause)
 	}
 	if fx.cache != nil && s.cache != nil {
-		s.cache.Add(key, *fx.cache)
+		s.cacheAdd(key, *fx.cache)
 	}
 	if fx.waiters != 0 {
 		s.nWaiters.Add(int64(fx.waiters))
