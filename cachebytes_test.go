@@ -59,3 +59,37 @@ func TestCacheBytesBound(t *testing.T) {
 		t.Fatalf("negative CacheBytes: %v", err)
 	}
 }
+
+// One hot key parks at most MaxWaitersPerKey callers; the next fails at
+// once with ErrOverloaded, and the others keep waiting for the run.
+func TestMaxWaitersPerKey(t *testing.T) {
+	rt := idemtest.Runtime(t, idem.Options{Shards: 1, MaxWaitersPerKey: 3})
+	ctx := context.Background()
+	g := idemtest.NewGate()
+	owner := idemtest.GoDo(ctx, rt, "hot", g.Fn("v", nil))
+	<-g.Started
+	var waiting []<-chan idemtest.Result
+	for range 3 {
+		waiting = append(waiting, idemtest.GoDo(ctx, rt, "hot", idemtest.MustNotRun(t)))
+	}
+	idemtest.Eventually(t, "three waiters", func() bool { return rt.Stats().Waiters == 3 })
+	if _, err := idem.Do(ctx, rt, "hot", idemtest.MustNotRun(t)); !errors.Is(err, idem.ErrOverloaded) {
+		t.Fatalf("a fourth waiter: %v, want ErrOverloaded", err)
+	}
+	// Another key of the same shard is served.
+	if v, err := idem.Do(ctx, rt, "cold", idemtest.Value("c")); err != nil || v != "c" {
+		t.Fatalf("another key: %q, %v", v, err)
+	}
+	close(g.Open)
+	if r := idemtest.Recv(t, owner); r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	for _, ch := range waiting {
+		if r := idemtest.Recv(t, ch); r.Err != nil || r.V != "v" {
+			t.Fatalf("a waiter: %+v", r)
+		}
+	}
+	if _, err := idem.New(idem.Options{MaxWaitersPerKey: -1}); !errors.Is(err, idem.ErrInvalidArgument) {
+		t.Fatalf("negative MaxWaitersPerKey: %v", err)
+	}
+}

@@ -321,6 +321,8 @@ func failure(key string, rep actors.Reply) error {
 		return keyErr(key, ErrFingerprintMismatch)
 	case actors.FailClosed:
 		return keyErr(key, ErrClosed)
+	case actors.FailOverloaded:
+		return keyErr(key, ErrOverloaded)
 	case actors.FailLeaseLost:
 		return keyErr(key, ErrLeaseLost)
 	case actors.FailOwner:

@@ -22,7 +22,8 @@ var (
 	ErrLeaseLost = store.ErrLeaseLost
 	// ErrClosed: the runtime is closed or closing.
 	ErrClosed = store.ErrClosed
-	// ErrOverloaded: the key's shard already has Options.MaxPending callers.
+	// ErrOverloaded: the key's shard already has Options.MaxPending callers,
+	// or the key Options.MaxWaitersPerKey callers waiting for it.
 	ErrOverloaded = errors.New("idem: overloaded")
 	// ErrInvalidKey: the key is empty, longer than 1 KiB or holds a NUL byte.
 	ErrInvalidKey = store.ErrInvalidKey

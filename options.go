@@ -70,6 +70,13 @@ type Options struct {
 	// Default: 10000.
 	MaxPending int
 
+	// MaxWaitersPerKey bounds the callers waiting on one key in a shard;
+	// past it, a duplicate fails at once with ErrOverloaded, so that one
+	// hot key cannot take its whole shard's MaxPending from the others.
+	// Default: three quarters of MaxPending (a quarter stays for other
+	// keys).
+	MaxWaitersPerKey int
+
 	// MaxBatch bounds the store operations sent in one batch.
 	// Default: 256.
 	MaxBatch int
@@ -146,6 +153,9 @@ func (o *Options) validate() error {
 			return bad("%s is %d; it must not be negative (zero means the default)", n.name, n.v)
 		}
 	}
+	if o.MaxWaitersPerKey < 0 {
+		return bad("MaxWaitersPerKey is %d; it must not be negative (zero means the default)", o.MaxWaitersPerKey)
+	}
 	if o.CacheBytes < 0 {
 		return bad("CacheBytes is %d; it must not be negative (zero means the default)", o.CacheBytes)
 	}
@@ -175,6 +185,9 @@ func (o *Options) fillDefaults() {
 	}
 	if o.MaxPending == 0 {
 		o.MaxPending = 10000
+	}
+	if o.MaxWaitersPerKey == 0 {
+		o.MaxWaitersPerKey = max(1, o.MaxPending-o.MaxPending/4)
 	}
 	if o.MaxBatch == 0 {
 		o.MaxBatch = 256

@@ -64,6 +64,7 @@ func New(opts Options) (*Runtime, error) {
 		CacheEntries: perShard,
 		CacheBytes:   max(1, o.CacheBytes/int64(o.Shards)),
 		MaxPending:   o.MaxPending,
+		MaxWaiters:   o.MaxWaitersPerKey,
 		MaxBatch:     o.MaxBatch,
 		StoreTimeout: o.StoreTimeout,
 		PollInterval: o.PollInterval,

@@ -107,6 +107,9 @@ const (
 	// FailOwner: the owner's own error, given back to it after the release
 	// (transient), or a panic given to the owner and its waiters.
 	FailOwner
+	// FailOverloaded: the key has as many callers waiting as
+	// Config.MaxWaiters allows.
+	FailOverloaded
 )
 
 // Kinds of Finish.

@@ -27,8 +27,11 @@ type Config struct {
 	// CacheBytes bounds, per shard, the bytes of the results the LRU holds,
 	// each weighted by its encoded size (Cached.Size); 0: no byte bound. A
 	// result larger than it is not cached (the store serves it).
-	CacheBytes   int64
-	MaxPending   int // per shard; 0: no limit
+	CacheBytes int64
+	MaxPending int // per shard; 0: no limit
+	// MaxWaiters bounds the callers parked on one key; more get
+	// FailOverloaded. 0: none but MaxPending.
+	MaxWaiters   int
 	MaxBatch     int // most operations in one store batch; 0: no limit
 	StoreTimeout time.Duration
 	// PollInterval is the longest wait between two re-claims of a key held
@@ -123,7 +126,7 @@ func newShard(cfg *Config) *shard {
 		entries: make(map[string]*keyState),
 		drained: make(chan struct{}),
 	}
-	s.stepCfg = stepConfig{pollMost: cfg.PollInterval, waker: cfg.wakerID != ""}
+	s.stepCfg = stepConfig{pollMost: cfg.PollInterval, waker: cfg.wakerID != "", maxWaiters: cfg.MaxWaiters}
 	s.partitioner, _ = cfg.Store.(store.Partitioner)
 	s.gate.SetLimit(cfg.MaxPending)
 	if cfg.CacheEntries > 0 {

@@ -36,8 +36,9 @@ import (
 // stepConfig is what a shard's configuration tells the transition
 // function: how it re-claims a key held elsewhere.
 type stepConfig struct {
-	pollMost time.Duration // the longest wait between re-claims, without wake-ups
-	waker    bool          // the store wakes waiters: re-claim timers are a safety net
+	pollMost   time.Duration // the longest wait between re-claims, without wake-ups
+	waker      bool          // the store wakes waiters: re-claim timers are a safety net
+	maxWaiters int           // callers one key may park (0: no bound of its own)
 }
 
 // step moves k by ev and appends to fx what the shard must do.
@@ -161,6 +162,11 @@ func (m *mover) arrive(r *Request) {
 			m.answer(r, m.conflict())
 			return
 		}
+	}
+	if m.cfg.maxWaiters > 0 && len(k.waiters) >= m.cfg.maxWaiters {
+		// One hot key may not take its whole shard's admission.
+		m.answer(r, Reply{Kind: FailOverloaded})
+		return
 	}
 	m.park(r)
 	if m.leaseEnded() {

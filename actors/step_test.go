@@ -955,3 +955,17 @@ func readSource(file string) (source, error) {
 	src.code = b.String()
 	return src, nil
 }
+
+// A key parks at most maxWaiters callers; the next one is refused at once.
+func TestWaitersPerKeyBound(t *testing.T) {
+	w, _ := running(t)
+	w.cfg.maxWaiters = 2
+	a, b := w.arrive(req()), w.arrive(req())
+	w.wantSilent(a)
+	w.wantSilent(b)
+	c := w.arrive(req())
+	w.wantReply(c, FailOverloaded)
+	if len(w.k.waiters) != 2 {
+		t.Fatalf("%d waiters, want 2", len(w.k.waiters))
+	}
+}
