@@ -8,6 +8,7 @@ import (
 
 	"github.com/idemrt/idem"
 	"github.com/idemrt/idem/internal/idemtest"
+	"github.com/idemrt/idem/store/memstore"
 )
 
 // The hot cache holds results within its byte bound, least recently used
@@ -91,5 +92,43 @@ func TestMaxWaitersPerKey(t *testing.T) {
 	}
 	if _, err := idem.New(idem.Options{MaxWaitersPerKey: -1}); !errors.Is(err, idem.ErrInvalidArgument) {
 		t.Fatalf("negative MaxWaitersPerKey: %v", err)
+	}
+}
+
+// A result over MaxResultBytes is never sent to the store: the owner and
+// every waiter get a permanent error matching ErrResultTooLarge, stored in
+// its place, and the function ran once.
+func TestResultTooLarge(t *testing.T) {
+	st := memstore.New(memstore.Options{})
+	rt := idemtest.Runtime(t, idem.Options{Store: st, MaxResultBytes: 1000})
+	ctx := context.Background()
+	g := idemtest.NewGate()
+	owner := idemtest.GoDo(ctx, rt, "big", g.Fn(strings.Repeat("x", 2000), nil))
+	<-g.Started
+	var waiting []<-chan idemtest.Result
+	for range 3 {
+		waiting = append(waiting, idemtest.GoDo(ctx, rt, "big", idemtest.MustNotRun(t)))
+	}
+	idemtest.Eventually(t, "three waiters", func() bool { return rt.Stats().Waiters == 3 })
+	close(g.Open)
+	check := func(who string, err error) {
+		t.Helper()
+		var ce *idem.CodecError
+		if !errors.Is(err, idem.ErrResultTooLarge) || !idem.IsPermanent(err) || !errors.As(err, &ce) {
+			t.Fatalf("%s: %v, want a permanent *CodecError matching ErrResultTooLarge", who, err)
+		}
+	}
+	check("owner", idemtest.Recv(t, owner).Err)
+	for _, ch := range waiting {
+		check("waiter", idemtest.Recv(t, ch).Err)
+	}
+	if g.Runs() != 1 {
+		t.Fatalf("fn ran %d times", g.Runs())
+	}
+	other := idemtest.Runtime(t, idem.Options{Store: st, DisableCache: true})
+	_, err := idem.Do(ctx, other, "big", idemtest.MustNotRun(t))
+	check("another instance's replay", err)
+	if _, err := idem.New(idem.Options{MaxResultBytes: -1}); !errors.Is(err, idem.ErrInvalidArgument) {
+		t.Fatalf("negative MaxResultBytes: %v", err)
 	}
 }

@@ -157,6 +157,10 @@ func parseCodecError(msg string) *CodecError {
 	if !ok || (op != "encode" && op != "decode") {
 		return nil
 	}
+	if rest, ok := strings.CutPrefix(codecMsg, ErrResultTooLarge.Error()); ok {
+		// The sentinel matches on every instance that replays it.
+		return &CodecError{Key: key, Op: op, Err: fmt.Errorf("%w%s", ErrResultTooLarge, rest)}
+	}
 	return &CodecError{Key: key, Op: op, Err: errors.New(codecMsg)}
 }
 

@@ -25,6 +25,11 @@ var (
 	// ErrOverloaded: the key's shard already has Options.MaxPending callers,
 	// or the key Options.MaxWaitersPerKey callers waiting for it.
 	ErrOverloaded = errors.New("idem: overloaded")
+	// ErrResultTooLarge: a function's encoded result is over
+	// Options.MaxResultBytes. Its function ran, so the result is stored as
+	// a small permanent error (a *CodecError wrapping this one), never
+	// retried: every caller of the key gets it, here and on every instance.
+	ErrResultTooLarge = errors.New("idem: result too large")
 	// ErrInvalidKey: the key is empty, longer than 1 KiB or holds a NUL byte.
 	ErrInvalidKey = store.ErrInvalidKey
 	// ErrInvalidArgument: a bad option value, a nil function or a nil runtime.

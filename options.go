@@ -77,6 +77,14 @@ type Options struct {
 	// keys).
 	MaxWaitersPerKey int
 
+	// MaxResultBytes bounds a function's encoded result. A larger one is
+	// not sent to the store (where it could break a connection shared by
+	// other keys): the owner and every waiter get a permanent
+	// *CodecError wrapping ErrResultTooLarge, which is stored in its place,
+	// since the function ran and its effect must not run again.
+	// Default: 64 MiB (a default Redis takes up to 512 MB).
+	MaxResultBytes int
+
 	// MaxBatch bounds the store operations sent in one batch.
 	// Default: 256.
 	MaxBatch int
@@ -153,6 +161,9 @@ func (o *Options) validate() error {
 			return bad("%s is %d; it must not be negative (zero means the default)", n.name, n.v)
 		}
 	}
+	if o.MaxResultBytes < 0 {
+		return bad("MaxResultBytes is %d; it must not be negative (zero means the default)", o.MaxResultBytes)
+	}
 	if o.MaxWaitersPerKey < 0 {
 		return bad("MaxWaitersPerKey is %d; it must not be negative (zero means the default)", o.MaxWaitersPerKey)
 	}
@@ -185,6 +196,9 @@ func (o *Options) fillDefaults() {
 	}
 	if o.MaxPending == 0 {
 		o.MaxPending = 10000
+	}
+	if o.MaxResultBytes == 0 {
+		o.MaxResultBytes = 64 << 20
 	}
 	if o.MaxWaitersPerKey == 0 {
 		o.MaxWaitersPerKey = max(1, o.MaxPending-o.MaxPending/4)

@@ -142,6 +142,13 @@ func (o *owner[T]) fill(f *actors.Finish, v T, err error) {
 		boxed := any(v) // once: the codec and the shard's callers share it
 		data, enc, encErr := encode(o.codec, boxed, o.copiedByStore())
 		o.enc = enc
+		if most := o.rt.opts.MaxResultBytes; encErr == nil && len(data) > most {
+			if enc != nil {
+				enc.release()
+				o.enc = nil
+			}
+			encErr = fmt.Errorf("%w: %d bytes encoded, over the %d-byte limit (Options.MaxResultBytes)", ErrResultTooLarge, len(data), most)
+		}
 		if encErr != nil {
 			// Kept as the permanent error it is, as every other process
 			// replays it: IsPermanent is true for the owner and its
