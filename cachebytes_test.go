@@ -8,6 +8,7 @@ import (
 
 	"github.com/idemrt/idem"
 	"github.com/idemrt/idem/internal/idemtest"
+	"github.com/idemrt/idem/store"
 	"github.com/idemrt/idem/store/memstore"
 )
 
@@ -130,5 +131,23 @@ func TestResultTooLarge(t *testing.T) {
 	check("another instance's replay", err)
 	if _, err := idem.New(idem.Options{MaxResultBytes: -1}); !errors.Is(err, idem.ErrInvalidArgument) {
 		t.Fatalf("negative MaxResultBytes: %v", err)
+	}
+}
+
+// A full in-memory store refuses a new key with ErrOverloaded, and keeps
+// the results it holds.
+func TestFullStoreIsOverload(t *testing.T) {
+	st := memstore.New(memstore.Options{MaxRecords: 64})
+	rt := idemtest.Runtime(t, idem.Options{Store: st, DisableCache: true})
+	ctx := context.Background()
+	var err error
+	for i := 0; i < 10_000 && err == nil; i++ {
+		_, err = idem.Do(ctx, rt, "k"+strings.Repeat("x", i%7)+string(rune('a'+i%26))+string(rune('a'+i/26%26))+string(rune('a'+i/676)), idemtest.Value("v"))
+	}
+	if !errors.Is(err, idem.ErrOverloaded) || !errors.Is(err, store.ErrFull) {
+		t.Fatalf("a new key in a full store: %v, want ErrOverloaded", err)
+	}
+	if st.EvictedResults() != 0 {
+		t.Fatalf("%d results evicted", st.EvictedResults())
 	}
 }

@@ -328,6 +328,9 @@ func failure(key string, rep actors.Reply) error {
 	case actors.FailOwner:
 		return rep.Err
 	case actors.FailStore:
+		if errors.Is(rep.Err, store.ErrFull) {
+			return fmt.Errorf("idem: %s: %w (%w)", describeKey(key), ErrOverloaded, rep.Err)
+		}
 		if store.IsContract(rep.Err) && !errors.Is(rep.Err, store.ErrLeaseLost) {
 			return fmt.Errorf("idem: %s: store %s: %w", describeKey(key), rep.Op, rep.Err)
 		}

@@ -47,6 +47,14 @@ type Options struct {
 	// Default: 64 MiB.
 	CacheBytes int64
 
+	// EvictWhenFull lets the runtime's own in-memory store (when Store is
+	// nil) evict stored results before their TTL when it holds
+	// memstore.DefaultMaxRecords records. By default it refuses new keys
+	// with ErrOverloaded instead, so that a flood of new keys cannot push
+	// out a real key's result, whose retry would run its effect again. A
+	// store you pass has its own setting (memstore.Options.WhenFull).
+	EvictWhenFull bool
+
 	// DisableCache turns the hot cache off: every replay reads the store.
 	// Default: false.
 	DisableCache bool

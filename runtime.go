@@ -43,7 +43,11 @@ func New(opts Options) (*Runtime, error) {
 	}
 	rt := &Runtime{opts: o, clock: o.Clock}
 	if o.Store == nil {
-		rt.ownStore = memstore.New(memstore.Options{Clock: o.Clock})
+		full := memstore.RefuseWhenFull
+		if o.EvictWhenFull {
+			full = memstore.EvictWhenFull
+		}
+		rt.ownStore = memstore.New(memstore.Options{Clock: o.Clock, WhenFull: full})
 		o.Store = rt.ownStore
 	}
 	rt.store = o.Store

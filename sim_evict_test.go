@@ -12,7 +12,8 @@ import (
 // The eviction mode. In a quarter of the seeds (drawn from a generator of
 // their own, so that the other seeds' schedules stay what they were) the
 // shared memstore gets a small Options.MaxRecords, 64 to 256 (memstore
-// spreads records over 64 shards: 64 is one record per shard), and every
+// spreads records over 64 shards: 64 is one record per shard) and evicts
+// when full (memstore.EvictWhenFull; the default refuses), and every
 // step claims a number of fresh filler keys directly in the store: most
 // are completed at once with a short TTL, some released, some left in
 // progress to be abandoned (past lease + TTL). A full shard evicts, on each

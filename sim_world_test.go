@@ -312,7 +312,7 @@ func newSimWorld(t *testing.T, seed uint64) *simWorld {
 		reported:  make(map[string]bool),
 	}
 	w.cfg.maxRecords, w.cfg.fill, w.fillRng = simEvictConfig(seed)
-	w.mem = memstore.New(memstore.Options{Clock: w.clock, MaxRecords: w.cfg.maxRecords})
+	w.mem = memstore.New(memstore.Options{Clock: w.clock, MaxRecords: w.cfg.maxRecords, WhenFull: memstore.EvictWhenFull})
 	return w
 }
 

@@ -26,6 +26,13 @@ var (
 	// typed error that matches it and names the key (the Redis store's
 	// *redisstore.CorruptError).
 	ErrCorrupt = errors.New("idem: corrupt record")
+	// ErrFull: a claim of a new key found the store holding as many
+	// records as it may, none of which it may drop (results not yet at
+	// their TTL, live claims). It is no failure of the store and not
+	// retried by the runtime: the caller gets idem.ErrOverloaded, and may
+	// try again later. (memstore, with Options.WhenFull left at
+	// RefuseWhenFull.)
+	ErrFull = errors.New("idem: store full")
 )
 
 // IsContract reports whether err is one of the contract's errors (as opposed
@@ -36,10 +43,13 @@ func IsContract(err error) bool {
 		errors.Is(err, ErrInvalidArgument)
 }
 
+// (ErrFull is no contract error either: a runtime reports it as overload.)
+
 // Retryable reports whether an operation that failed with err may succeed
 // if sent again: a failure of the store itself (a network error, a
 // timeout), as opposed to one of the contract's answers, a closed store,
 // or a record the store cannot read.
 func Retryable(err error) bool {
-	return err != nil && !IsContract(err) && !errors.Is(err, ErrClosed) && !errors.Is(err, ErrCorrupt)
+	return err != nil && !IsContract(err) && !errors.Is(err, ErrClosed) && !errors.Is(err, ErrCorrupt) &&
+		!errors.Is(err, ErrFull)
 }

@@ -30,13 +30,11 @@ func (sh *shard) isAbandoned(it expiryItem) bool {
 	return r == it.rec && r.state == inProgress && r.removeAt.IsZero()
 }
 
-// evictOne makes room for a new record. It removes, first, the oldest claim
-// in progress that outlived its lease and TTL with nobody taking it over
-// (its owner is most likely gone; if not, its Complete is refused as a
-// takeover's would be), else the completed record whose removal is nearest
-// among the queue heads. Heads in progress are moved to the back of their
-// queue, at most a few per call. It reports whether it removed a record.
-func (sh *shard) evictOne() bool {
+// evictAbandoned removes the oldest claim in progress that outlived its
+// lease and TTL with nobody taking it over (its owner is most likely gone;
+// if not, its Complete is refused as a takeover's would be), and reports
+// whether there was one.
+func (sh *shard) evictAbandoned() bool {
 	for len(sh.abandoned) > 0 {
 		it := sh.abandoned[0]
 		sh.abandoned[0] = expiryItem{}
@@ -47,6 +45,25 @@ func (sh *shard) evictOne() bool {
 			return true
 		}
 	}
+	return false
+}
+
+// hasResult reports whether the shard holds a completed record: a full
+// shard of live claims only takes one more (its claims end by themselves),
+// as it always has.
+func (sh *shard) hasResult() bool {
+	for _, r := range sh.records {
+		if r.state == completed {
+			return true
+		}
+	}
+	return false
+}
+
+// evictResult removes the completed record whose removal is nearest among
+// the queue heads, and reports whether there was one. Heads in progress
+// are moved to the back of their queue, at most a few per call.
+func (sh *shard) evictResult() bool {
 	var best *expiryQueue
 	for _, q := range sh.expiry {
 		for rotated := 0; q.head < len(q.items) && rotated < 16; {

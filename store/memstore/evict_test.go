@@ -30,7 +30,7 @@ func sameShard(n int) []string {
 // with the longest TTL allowed.
 func TestEvictionOrderLongTTL(t *testing.T) {
 	c := clock.NewFake(epoch)
-	s := memstore.New(memstore.Options{Clock: c, MaxRecords: 2 * 64})
+	s := memstore.New(memstore.Options{Clock: c, MaxRecords: 2 * 64, WhenFull: memstore.EvictWhenFull})
 	ctx := context.Background()
 	keys := sameShard(3)
 	put := func(key string, ttl time.Duration) {

@@ -33,7 +33,7 @@ type liveHolder struct {
 func randomLiveClaims(t *testing.T, seed uint64) {
 	rng := rand.New(rand.NewPCG(seed, 7))
 	c := clock.NewFake(epoch)
-	s := memstore.New(memstore.Options{Clock: c, MaxRecords: 64 * 3}) // three records per shard
+	s := memstore.New(memstore.Options{Clock: c, MaxRecords: 64 * 3, WhenFull: memstore.EvictWhenFull}) // three records per shard
 	ctx := context.Background()
 	keys := sameShard(6)
 	leases := []time.Duration{time.Second, 3 * time.Second, 10 * time.Second}

@@ -15,7 +15,7 @@ import (
 // full shard does not evict it, so no second owner gets the key.
 func TestRenewedClaimNotEvicted(t *testing.T) {
 	c := clock.NewFake(epoch)
-	s := memstore.New(memstore.Options{Clock: c, MaxRecords: 64}) // one record per shard
+	s := memstore.New(memstore.Options{Clock: c, MaxRecords: 64, WhenFull: memstore.EvictWhenFull}) // one record per shard
 	ctx := context.Background()
 	keys := sameShard(2)
 	const lease, ttl = 3 * time.Second, time.Second
@@ -50,7 +50,7 @@ func TestRenewedClaimNotEvicted(t *testing.T) {
 // not taken for abandoned nor evicted.
 func TestTakeoverClaimNotEvicted(t *testing.T) {
 	c := clock.NewFake(epoch)
-	s := memstore.New(memstore.Options{Clock: c, MaxRecords: 64}) // one record per shard
+	s := memstore.New(memstore.Options{Clock: c, MaxRecords: 64, WhenFull: memstore.EvictWhenFull}) // one record per shard
 	ctx := context.Background()
 	keys := sameShard(2)
 	if _, err := s.Claim(ctx, keys[0], store.ClaimRequest{Owner: "a", Lease: time.Second, TTL: time.Second}); err != nil {

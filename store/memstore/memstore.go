@@ -22,9 +22,15 @@
 //
 // Memory is bounded: past Options.MaxRecords, a new claim evicts a claim in
 // progress that outlived its lease and result TTL (its owner is most likely
-// gone), else the completed record closest to its expiry, so a process that
-// sees more distinct keys than that within a result TTL replays only the
-// most recent ones. [Store.Evicted] counts evictions.
+// gone); if there is none, it fails with store.ErrFull (the caller gets
+// idem.ErrOverloaded) rather than drop a stored result before its TTL, whose
+// retry would run its effect again: a flood of junk keys is refused, the
+// real keys' results stay. Options.WhenFull = EvictWhenFull evicts the
+// completed record closest to its expiry instead (a process that sees more
+// distinct keys than that within a result TTL then replays only the most
+// recent ones). A released or forgotten key's memory goes at once (see
+// Store.Held). [Store.Evicted] counts evictions, [Store.EvictedResults] the
+// results among them, [Store.Refused] the claims refused.
 //
 // It implements [store.Waker]: runtimes that share one Store (in one process)
 // wake each other's waiters the way Redis pub/sub does across processes.
@@ -57,7 +63,27 @@ type Options struct {
 	// "very large", never "none".
 	// Default: 1,048,576.
 	MaxRecords int
+	// WhenFull says what a claim of a new key does when the store holds
+	// MaxRecords and no abandoned claim can go: refuse it with
+	// store.ErrFull (RefuseWhenFull), or evict the stored result closest to
+	// its expiry (EvictWhenFull).
+	// Default: RefuseWhenFull.
+	WhenFull Full
 }
+
+// Full is what a full store does with a claim of a new key.
+type Full uint8
+
+const (
+	// RefuseWhenFull refuses the claim with store.ErrFull while unexpired
+	// results fill the store: no stored result goes before its TTL, so no
+	// retry runs its effect again because of a flood of other keys.
+	RefuseWhenFull Full = iota
+	// EvictWhenFull evicts the stored result closest to its expiry to make
+	// room: new keys are always served, and a retry of an evicted key runs
+	// again.
+	EvictWhenFull
+)
 
 // DefaultMaxRecords is the default of Options.MaxRecords.
 const DefaultMaxRecords = 1 << 20
@@ -69,8 +95,12 @@ type Store struct {
 	fence    atomic.Uint64 // the last fence handed out
 	closed   atomic.Bool
 	perShard int
+	whenFull Full
 	evicted  atomic.Int64
-	shards   [shardCount]shard
+	// evictedResults counts completed results evicted before their TTL;
+	// refused the claims refused with ErrFull.
+	evictedResults, refused atomic.Int64
+	shards                  [shardCount]shard
 
 	subMu  sync.RWMutex
 	subs   map[string]func(string)
@@ -94,7 +124,7 @@ func New(opts Options) *Store {
 	if limit <= 0 {
 		limit = DefaultMaxRecords
 	}
-	s := &Store{clock: c, subs: make(map[string]func(string)), perShard: ceilDiv(limit, shardCount)}
+	s := &Store{clock: c, subs: make(map[string]func(string)), perShard: ceilDiv(limit, shardCount), whenFull: opts.WhenFull}
 	for i := range s.shards {
 		s.shards[i].records = make(map[string]*record)
 	}
@@ -129,6 +159,30 @@ func (s *Store) Close() error {
 // Options.MaxRecords: completed records before their TTL, and claims in
 // progress that outlived their lease and TTL.
 func (s *Store) Evicted() int64 { return s.evicted.Load() }
+
+// EvictedResults returns how many completed results were evicted before
+// their TTL to make room (EvictWhenFull only): each is a key whose retry
+// runs again.
+func (s *Store) EvictedResults() int64 { return s.evictedResults.Load() }
+
+// Refused returns how many claims of new keys were refused with
+// store.ErrFull (RefuseWhenFull).
+func (s *Store) Refused() int64 { return s.refused.Load() }
+
+// Held returns the records the store holds, and the entries its expiry
+// queues hold (one per record, plus those of records released or
+// forgotten, removed once they outnumber the records).
+func (s *Store) Held() (records, queued int) {
+	for i := range s.shards {
+		sh := &s.shards[i]
+		sh.mu.Lock()
+		r, q := sh.held()
+		sh.mu.Unlock()
+		records += r
+		queued += q
+	}
+	return records, queued
+}
 
 // Len returns how many records (in progress or completed, not yet removed)
 // the store holds.

@@ -88,7 +88,7 @@ func TestExpiredRecordsAreRemoved(t *testing.T) {
 // space is needed: abandoned claims cannot fill the store.
 func TestAbandonedClaimsGiveWayFirst(t *testing.T) {
 	c := clock.NewFake(epoch)
-	s := memstore.New(memstore.Options{Clock: c, MaxRecords: 64 * 4})
+	s := memstore.New(memstore.Options{Clock: c, MaxRecords: 64 * 4, WhenFull: memstore.EvictWhenFull})
 	ctx := context.Background()
 	claim := func(key string, lease time.Duration) store.Token {
 		t.Helper()
@@ -128,7 +128,7 @@ func TestAbandonedClaimsGiveWayFirst(t *testing.T) {
 // never are.
 func TestMaxRecords(t *testing.T) {
 	c := clock.NewFake(epoch)
-	s := memstore.New(memstore.Options{Clock: c, MaxRecords: 64 * 4})
+	s := memstore.New(memstore.Options{Clock: c, MaxRecords: 64 * 4, WhenFull: memstore.EvictWhenFull})
 	ctx := context.Background()
 	claim := func(key string) store.Token {
 		res, err := s.Claim(ctx, key, store.ClaimRequest{Owner: "o-" + key, Lease: time.Hour, TTL: time.Hour})

@@ -3,6 +3,7 @@ package memstore
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"math"
 	"slices"
 	"time"
@@ -26,8 +27,17 @@ func (s *Store) Claim(ctx context.Context, key string, req store.ClaimRequest) (
 	r := sh.live(key, now)
 	switch {
 	case r == nil:
-		if len(sh.records) >= s.perShard && sh.evictOne() {
-			s.evicted.Add(1)
+		if len(sh.records) >= s.perShard {
+			switch {
+			case sh.evictAbandoned():
+				s.evicted.Add(1)
+			case s.whenFull == EvictWhenFull && sh.evictResult():
+				s.evicted.Add(1)
+				s.evictedResults.Add(1)
+			case s.whenFull == RefuseWhenFull && sh.hasResult():
+				s.refused.Add(1)
+				return store.ClaimResult{}, fmt.Errorf("memstore: %w: %d records, all live (Options.MaxRecords)", store.ErrFull, s.perShard*shardCount)
+			}
 		}
 		r = &record{}
 		sh.records[key] = r
@@ -137,8 +147,8 @@ func (s *Store) Release(ctx context.Context, key string, tok store.Token) error 
 		sh.mu.Unlock()
 		return err
 	}
-	delete(sh.records, key)
 	waiters := r.waiters
+	sh.drop(key, r)
 	sh.mu.Unlock()
 	s.notify(key, waiters)
 	return nil
@@ -197,7 +207,7 @@ func (s *Store) Forget(ctx context.Context, key string) error {
 	case r.state == inProgress:
 		return store.ErrInProgress
 	}
-	delete(sh.records, key)
+	sh.drop(key, r)
 	return nil
 }
 

@@ -16,6 +16,62 @@ type shard struct {
 	// abandoned lists claims in progress past lease + TTL, oldest first:
 	// the first records evicted when space is needed (see evictOne).
 	abandoned []expiryItem
+	// stale counts the queue items whose record was dropped before they
+	// fell due (a release, a Forget): compact removes them once they
+	// outnumber the records.
+	stale int
+}
+
+// drop removes key's record r before its time (a release, a Forget): its
+// memory goes at once, but for the small queue item that still names it,
+// which compact removes once such items outnumber the live records. So a
+// flood of keys released or forgotten (a handler that answers 4xx, a
+// function that fails) holds no more than the records the store counts.
+func (sh *shard) drop(key string, r *record) {
+	delete(sh.records, key)
+	r.fp, r.rec, r.waiters = nil, store.Record{}, nil
+	sh.stale++
+	if sh.stale > max(minCompact, len(sh.records)) {
+		sh.compact()
+	}
+}
+
+// minCompact is the fewest stale queue items worth a compaction.
+const minCompact = 256
+
+// compact removes from the queues and the abandoned list the items whose
+// record is gone or replaced.
+func (sh *shard) compact() {
+	for _, q := range sh.expiry {
+		kept := q.items[:0]
+		for _, it := range q.items[q.head:] {
+			if sh.records[it.key] == it.rec {
+				kept = append(kept, it)
+			}
+		}
+		clear(q.items[len(kept):])
+		q.items, q.head = kept, 0
+	}
+	kept := sh.abandoned[:0]
+	for _, a := range sh.abandoned {
+		if sh.records[a.key] == a.rec {
+			kept = append(kept, a)
+		} else {
+			a.rec.listed = false
+		}
+	}
+	clear(sh.abandoned[len(kept):])
+	sh.abandoned = kept
+	sh.stale = 0
+}
+
+// held counts the queue items and records the shard holds: what
+// MaxRecords bounds.
+func (sh *shard) held() (records, items int) {
+	for _, q := range sh.expiry {
+		items += len(q.items) - q.head
+	}
+	return len(sh.records), items + len(sh.abandoned)
 }
 
 // The states of a record.
