@@ -23,12 +23,14 @@ import (
 // A failover worker runs idem.Do on a cluster client with go-redis's
 // default ClusterOptions until its stdin closes, and writes a ledger line
 // for every run of fn and every call's end, with the node that, by the
-// client's slot map, served the key at that moment:
+// client's slot map, served the key at that moment (the map may be stale,
+// so the test goes by the key's slot):
 //
-//	R <key> <value> <node> <unix ms>   fn started: its claim was acknowledged
-//	D <key> <value> <node> <unix ms>   a call returned value (for the
-//	                                   owner: its completion was acknowledged)
-//	E <key> <class> <node> <unix ms>   a call failed
+//	R <key> <value> <node> <slot> <unix ms>   fn started: its claim was acknowledged
+//	D <key> <value> <node> <slot> <unix ms>   a call returned value (for the
+//	                                          owner: its completion was acknowledged)
+//	E <key> <class> <node> <slot> <unix ms>   a call failed
+//	S reloads <n> unconfirmed <n>      the store's Stats, at the end
 //
 // Keys follow the clock: a call picks one of the keys of the last second
 // (one key per 10 ms), so each key is called many times, by every worker,
@@ -79,7 +81,7 @@ func failoverWorker(id string) int {
 		return n.Options().Addr
 	}
 	note := func(kind, key, v string) {
-		line := fmt.Sprintf("%s %s %s %s %d\n", kind, key, v, node(key), time.Now().UnixMilli())
+		line := fmt.Sprintf("%s %s %s %s %d %d\n", kind, key, v, node(key), slotOf(s.RecordKey(key)), time.Now().UnixMilli())
 		mu.Lock()
 		w.WriteString(line)
 		mu.Unlock()
@@ -132,6 +134,8 @@ func failoverWorker(id string) int {
 	_ = rt.Close(closeCtx)
 	mu.Lock()
 	defer mu.Unlock()
+	st := s.Stats()
+	fmt.Fprintf(w, "S reloads %d unconfirmed %d\n", st.SlotReloads, st.Unconfirmed)
 	if err := w.Flush(); err != nil {
 		fmt.Fprintln(os.Stderr, "failover worker:", err)
 		return 2
@@ -162,3 +166,25 @@ func errClass(err error) string {
 type quiet struct{}
 
 func (quiet) Printf(context.Context, string, ...any) {}
+
+// slotOf returns the cluster slot of a Redis key: CRC16 (XMODEM) of its
+// hash tag, modulo 16384.
+func slotOf(redisKey string) int {
+	if i := strings.IndexByte(redisKey, '{'); i >= 0 {
+		if j := strings.IndexByte(redisKey[i+1:], '}'); j > 0 {
+			redisKey = redisKey[i+1 : i+1+j]
+		}
+	}
+	var crc uint16
+	for k := 0; k < len(redisKey); k++ {
+		crc ^= uint16(redisKey[k]) << 8
+		for range 8 {
+			if crc&0x8000 != 0 {
+				crc = crc<<1 ^ 0x1021
+			} else {
+				crc <<= 1
+			}
+		}
+	}
+	return int(crc) % 16384
+}
