@@ -15,7 +15,9 @@
 // fences rise across its records as long as the clocks of the instances
 // that share the Redis agree to within the time between them (docs/redis.md,
 // "Fences"). Batches of operations go out as
-// one pipeline (split per node by go-redis on a cluster). Scripts are loaded
+// one pipeline; on a cluster client, as one pipeline per master on its node
+// client, with the store reloading the slot map itself when a master fails
+// (see Store.Partition and docs/redis.md, "Failover"). Scripts are loaded
 // at start on every master, and reloaded when a pipeline meets NOSCRIPT (a
 // restarted or failed-over node).
 //
@@ -30,6 +32,10 @@
 // The runtime repeats a Complete and a Release. MOVED and ASK redirects are
 // still followed, and calls that Redis refused before running them
 // (TRYAGAIN, LOADING, ...) are sent again.
+//
+// With Options.WaitReplicas, a claim, renewal or completion that fewer
+// replicas confirm is not acknowledged (ErrUnconfirmed), so that a
+// failover cannot drop a write the store acknowledged.
 //
 // It implements [store.Inspector] (one read-only script) and
 // [store.Scanner] (SCAN with a MATCH on the prefix, never KEYS; master by
