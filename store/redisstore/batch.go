@@ -84,7 +84,8 @@ func (s *Store) prepare(op *store.Op) (call, bool) {
 	return c, op.Err == nil
 }
 
-// Batch implements [store.Batcher]: all ops go out in one pipeline. Ops
+// Batch implements [store.Batcher]: all ops go out in one pipeline (on a
+// cluster client, one pipeline per master, see execCluster). Ops
 // that meet NOSCRIPT (a node restarted or failed over and lost its script
 // cache) are sent again once the scripts are loaded again. go-redis never
 // re-sends an op whose reply was lost (a read timeout, a dropped
