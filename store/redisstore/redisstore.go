@@ -86,9 +86,11 @@ type Options struct {
 	// ErrUnconfirmed (fn never runs on it), a completion or a renewal
 	// answers ErrUnconfirmed, which the runtime retries as for an outage.
 	// It keeps a failover from dropping acknowledged writes, as long as
-	// the promoted replica is one that confirmed them; with one replica per
-	// master, a master whose replica is down or was promoted refuses every
-	// write until a replica joins it (docs/redis.md, "Failover").
+	// the promoted replica is one that confirmed them and the lease
+	// outlasts the failover; with one replica per master, claims and
+	// completions on a master whose replica is down (or on a promoted
+	// replica) answer ErrUnconfirmed until a replica joins it
+	// (docs/redis.md, "Failover").
 	// Default: 0, no wait.
 	WaitReplicas int
 	// WaitTimeout is WAIT's timeout: how long a write may wait for its
