@@ -290,6 +290,9 @@ func (r *failoverRun) check(t *testing.T, strict, waitKill bool) {
 			t.Errorf("a write on the failed slots was confirmed before a replica joined the promoted master")
 		}
 	}
+	if r.reloads == 0 {
+		t.Errorf("no worker's store reloaded the slot map")
+	}
 	if read.IsZero() || wrote.IsZero() {
 		t.Errorf("the failed master's slots never served again")
 	} else if d := wrote.Sub(r.promoted); d > 5*time.Second && !waitKill {
