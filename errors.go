@@ -17,8 +17,11 @@ var (
 	// ErrFingerprintMismatch: the key was used, or is in use, by a request
 	// with a different fingerprint. Nothing was replayed.
 	ErrFingerprintMismatch = errors.New("idem: fingerprint mismatch")
-	// ErrLeaseLost: the caller's claim was taken over (its lease ran out)
-	// while its function ran; its result was not stored.
+	// ErrLeaseLost: the caller's claim no longer holds the key while its
+	// function ran, and its result was not stored: its lease ran out and
+	// another caller took the key over, or the store lost the claim itself
+	// (a Redis failover promoted a replica that never received it; see
+	// docs/redis.md, "Failover"), so the key may run again elsewhere.
 	ErrLeaseLost = store.ErrLeaseLost
 	// ErrClosed: the runtime is closed or closing.
 	ErrClosed = store.ErrClosed

@@ -42,6 +42,10 @@ type Config struct {
 	Metrics      string        `json:"metrics,omitempty"`  // address to serve Prometheus metrics on
 	TxRounds     int           `json:"tx_rounds"`          // rounds the transactional scenarios alternate their systems in
 	NoSizes      bool          `json:"no_sizes,omitempty"` // the memory per key and per record were not measured
+	// Wait, when positive, adds the system idem-wait: idem on a Redis store
+	// with Options.WaitReplicas = Wait, so that its cost shows as a ratio
+	// to idem in the same run.
+	Wait int `json:"wait_replicas,omitempty"`
 }
 
 var allScenarios = []string{"unique", "storm", "replay", "zipf", "slow", "xstorm", "tx-unique", "tx-dup"}
@@ -56,13 +60,14 @@ var storeSystems = []string{"idem", "idem-nocache", "plain", "poll"}
 // baseline (SET NX PX, SET PX, GET), which runs on Redis only.
 var redisSystems = append(append([]string(nil), storeSystems...), "naive")
 
-// runsOn reports whether system runs on store: naive on Redis only, the
-// transactional systems (txOnlySystems) in the tx scenarios only.
+// runsOn reports whether system runs on store: naive and idem-wait on
+// Redis only, the transactional systems (txOnlySystems) in the tx
+// scenarios only.
 func runsOn(system, store string) bool {
 	if slices.Contains(txOnlySystems, system) {
 		return false
 	}
-	return system != "naive" || store == "redis" || store == "redis-cluster"
+	return (system != "naive" && system != "idem-wait") || store == "redis" || store == "redis-cluster"
 }
 
 // parseFlags reads args into a Config, or returns an error saying what is
@@ -126,6 +131,7 @@ func defineFlags(fs *flag.FlagSet, c *Config, raw *rawFlags) {
 	fs.BoolVar(&c.RedisBench, "redis-benchmark", true, "with a Redis store, also run redis-benchmark (when on PATH) on the claim script for the pipelining target")
 	fs.DurationVar(&c.PollInterval, "poll-interval", 50*time.Millisecond, "sleep between checks of the poll baseline")
 	fs.IntVar(&c.Shards, "shards", 0, "idem's shard count (0: its default, 2 × GOMAXPROCS)")
+	fs.IntVar(&c.Wait, "wait", 0, "with a Redis store, also run idem-wait: idem with redisstore's WaitReplicas set to this (the server needs that many replicas), compared with idem")
 	fs.StringVar(&c.Metrics, "metrics", "", "serve idem's Prometheus metrics on this address while running, e.g. :9090 (idem then runs with its observer on)")
 	fs.BoolVar(&c.NoSizes, "no-sizes", false, "do not measure the memory per key in flight and per stored record after the scenarios")
 	fs.IntVar(&c.TxRounds, "tx-rounds", 3, "rounds in which the tx scenarios alternate their systems, each round -duration/N per system (after one more, not measured, to warm up)")
@@ -221,6 +227,10 @@ func (c *Config) validate() error {
 		return fmt.Errorf("-poll-interval %v must be positive", c.PollInterval)
 	case c.TxRounds < 1 || c.TxRounds > 100:
 		return fmt.Errorf("-tx-rounds %d must be in 1..100", c.TxRounds)
+	case c.Wait < 0:
+		return fmt.Errorf("-wait %d must not be negative", c.Wait)
+	case c.Wait > 0 && c.Store != "redis" && c.Store != "redis-cluster":
+		return errors.New("-wait needs a Redis store (-redis or -redis-cluster)")
 	}
 	return nil
 }
@@ -247,6 +257,9 @@ func (c *Config) pickRuns(scenarios, systems string) error {
 	case "memory":
 	case "redis", "redis-cluster":
 		avail = redisSystems
+		if c.Wait > 0 {
+			avail = append(append([]string(nil), avail...), "idem-wait")
+		}
 	default:
 		avail = storeSystems
 	}

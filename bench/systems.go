@@ -75,6 +75,8 @@ type env struct {
 	// pgTable, when set, is the table of every PostgreSQL store made
 	// (instances sharing one table); otherwise each gets a new one.
 	pgTable string
+	// wait is the Redis stores' WaitReplicas (the idem-wait system).
+	wait int
 }
 
 // forStore returns e for the runs on store, one of cfg.Stores.
@@ -100,6 +102,10 @@ func newSystem(name string, e *env, scenario string) (system, error) {
 			return newTxSystem(name, e, scenario)
 		}
 		return newIdemSystem(name, e, ns)
+	case "idem-wait":
+		w := *e
+		w.wait = e.cfg.Wait
+		return newIdemSystem(name, &w, ns)
 	case "mutex-map":
 		return &mutexMap{m: map[string]*mmEntry{}}, nil
 	case "singleflight+lru":
@@ -118,7 +124,7 @@ func newSystem(name string, e *env, scenario string) (system, error) {
 // client of its own, which the caller closes.
 func (e *env) redisStore(prefix string) (redis.UniversalClient, *redisstore.Store, error) {
 	client := e.redisClient()
-	st, err := redisstore.New(context.Background(), client, redisstore.Options{KeyPrefix: prefix})
+	st, err := redisstore.New(context.Background(), client, redisstore.Options{KeyPrefix: prefix, WaitReplicas: e.wait})
 	if err != nil {
 		client.Close()
 		return nil, nil, err

@@ -23,6 +23,15 @@ func find(results []Result, store, scenario, system string) *Result {
 func addRatios(results []Result) {
 	for i := range results {
 		r := &results[i]
+		if r.System == "idem-wait" {
+			// WaitReplicas' cost: its throughput as a ratio to idem's.
+			for _, o := range results {
+				if o.Scenario == r.Scenario && o.Store == r.Store && o.System == "idem" && o.Throughput > 0 {
+					r.Ratios = map[string]float64{"idem": r.Throughput / o.Throughput}
+				}
+			}
+			continue
+		}
 		if r.System != ratioSubject(r.Scenario) {
 			continue
 		}

@@ -34,6 +34,10 @@ type call struct {
 	// unsure is set once a reply of the call was lost: a copy of it may
 	// have run (see Store.repeat).
 	unsure bool
+	// unconfirmed is set when the store waits for replicas
+	// (Options.WaitReplicas) and fewer than asked confirmed the pipeline
+	// that last carried this write (see wait.go).
+	unconfirmed bool
 }
 
 // prepare validates op and builds its script call; it sets op.Err and
@@ -80,7 +84,8 @@ func (s *Store) prepare(op *store.Op) (call, bool) {
 	return c, op.Err == nil
 }
 
-// Batch implements [store.Batcher]: all ops go out in one pipeline. Ops
+// Batch implements [store.Batcher]: all ops go out in one pipeline (on a
+// cluster client, one pipeline per master, see execCluster). Ops
 // that meet NOSCRIPT (a node restarted or failed over and lost its script
 // cache) are sent again once the scripts are loaded again. go-redis never
 // re-sends an op whose reply was lost (a read timeout, a dropped
@@ -120,6 +125,9 @@ func (s *Store) Batch(ctx context.Context, ops []*store.Op) {
 	now := time.Now()
 	for _, c := range calls {
 		s.decode(c, now)
+	}
+	if s.waitN > 0 {
+		s.unconfirmed(ctx, calls)
 	}
 }
 
@@ -168,9 +176,23 @@ func (s *Store) again(ctx context.Context, calls []call, at []int) {
 	keep(calls, at, sub)
 }
 
-// exec sends calls in one pipeline.
+// exec sends calls: in one pipeline, or on a cluster client one pipeline
+// per master (see execCluster).
 func (s *Store) exec(ctx context.Context, calls []call) {
-	pipe := s.c.Pipeline()
+	if s.slots != nil {
+		s.execCluster(ctx, calls)
+		return
+	}
+	s.pipeline(ctx, s.c, true, calls)
+}
+
+// pipeline sends calls in one pipeline of p. When wait is set (p is one
+// node's client, whose pipeline is one connection) and the store has
+// Options.WaitReplicas, a pipeline that carries writes ends with WAIT (see
+// wait.go).
+func (s *Store) pipeline(ctx context.Context, p pipeliner, wait bool, calls []call) {
+	pipe := p.Pipeline()
+	writes := false
 	for i := range calls {
 		c := &calls[i]
 		if c.first != nil {
@@ -179,10 +201,23 @@ func (s *Store) exec(ctx context.Context, calls []call) {
 		} else {
 			c.cmd = evalSha(ctx, c.sc, c.keys, c.args)
 		}
+		writes = writes || confirms(c.op)
 		_ = pipe.Process(ctx, noRetry{c.cmd})
 	}
+	var w *redis.Cmd
+	if s.waitN > 0 && writes && wait {
+		w = redis.NewCmd(ctx, "wait", s.waitN, s.waitMs)
+		_ = pipe.Process(ctx, noRetry{w})
+	}
 	_, _ = pipe.Exec(ctx) // errors are read per command
+	if s.waitN > 0 {
+		s.confirm(calls, w)
+	}
 }
+
+// pipeliner is a client that makes pipelines: a *redis.Client (a node's,
+// or the store's own) or the store's *redis.ClusterClient.
+type pipeliner interface{ Pipeline() redis.Pipeliner }
 
 // evalSha builds the EVALSHA call of sc, as sc.EvalSha does.
 func evalSha(ctx context.Context, sc *redis.Script, keys []string, args []any) *redis.Cmd {

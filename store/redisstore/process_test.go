@@ -28,6 +28,9 @@ func TestMain(m *testing.M) {
 	if id := storesuite.WorkerID(); id != "" {
 		os.Exit(storesuite.WorkerMain(id, openWorker))
 	}
+	if id := os.Getenv(envFailoverWorker); id != "" {
+		os.Exit(failoverWorker(id))
+	}
 	goleak.VerifyTestMain(m)
 }
 

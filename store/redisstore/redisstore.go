@@ -15,7 +15,9 @@
 // fences rise across its records as long as the clocks of the instances
 // that share the Redis agree to within the time between them (docs/redis.md,
 // "Fences"). Batches of operations go out as
-// one pipeline (split per node by go-redis on a cluster). Scripts are loaded
+// one pipeline; on a cluster client, as one pipeline per master on its node
+// client, with the store reloading the slot map itself when a master fails
+// (see Store.Partition and docs/redis.md, "Failover"). Scripts are loaded
 // at start on every master, and reloaded when a pipeline meets NOSCRIPT (a
 // restarted or failed-over node).
 //
@@ -30,6 +32,10 @@
 // The runtime repeats a Complete and a Release. MOVED and ASK redirects are
 // still followed, and calls that Redis refused before running them
 // (TRYAGAIN, LOADING, ...) are sent again.
+//
+// With Options.WaitReplicas, a claim, renewal or completion that fewer
+// replicas confirm is not acknowledged (ErrUnconfirmed), so that a
+// failover cannot drop a write the store acknowledged.
 //
 // It implements [store.Inspector] (one read-only script) and
 // [store.Scanner] (SCAN with a MATCH on the prefix, never KEYS; master by
@@ -52,6 +58,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -72,6 +79,47 @@ type Options struct {
 	// has no earlier deadline.
 	// Default: 0, the caller's context alone.
 	Timeout time.Duration
+	// WaitReplicas, when positive, makes every pipeline that carries a
+	// claim, a renewal or a completion end with WAIT WaitReplicas
+	// WaitTimeout on the same connection, and a write that fewer replicas
+	// confirm is not acknowledged: a claim is released and answers
+	// ErrUnconfirmed (fn never runs on it), a completion or a renewal
+	// answers ErrUnconfirmed, which the runtime retries as for an outage.
+	// It keeps a failover from dropping acknowledged writes, as long as
+	// the promoted replica is one that confirmed them and the lease
+	// outlasts the failover; with one replica per master, claims and
+	// completions on a master whose replica is down (or on a promoted
+	// replica) answer ErrUnconfirmed until a replica joins it
+	// (docs/redis.md, "Failover").
+	// Default: 0, no wait.
+	WaitReplicas int
+	// WaitTimeout is WAIT's timeout: how long a write may wait for its
+	// replicas before it counts as unconfirmed. It must be shorter than the
+	// client's ReadTimeout.
+	// Default: 250ms (when WaitReplicas is positive).
+	WaitTimeout time.Duration
+}
+
+// DefaultWaitTimeout is Options.WaitTimeout's default.
+const DefaultWaitTimeout = 250 * time.Millisecond
+
+// Stats are counts since the store was made.
+type Stats struct {
+	// SlotReloads counts the reloads of a cluster client's slot map made
+	// by the store (after a MOVED, a refused dial, a lost reply, ...).
+	SlotReloads uint64
+	// Unconfirmed counts the writes sent (claims, renewals, completions)
+	// that fewer than Options.WaitReplicas replicas confirmed.
+	Unconfirmed uint64
+}
+
+// Stats returns the store's counts.
+func (s *Store) Stats() Stats {
+	st := Stats{Unconfirmed: s.nUnconfirmed.Load()}
+	if s.slots != nil {
+		st.SlotReloads = s.slots.reloads.Load()
+	}
+	return st
 }
 
 // Store is the Redis store. Create it with [New].
@@ -84,15 +132,23 @@ type Store struct {
 	timeout time.Duration
 	inbox   string
 	first   firstClaims
+	// slots routes batches on a cluster client (nil on any other client).
+	slots *slotMap
+	// waitN and waitMs are WAIT's arguments (waitN 0: no WAIT).
+	waitN        int
+	waitMs       int64
+	waitTimeout  time.Duration
+	nUnconfirmed atomic.Uint64
 
 	mu   sync.Mutex
 	subs []*subscription
 }
 
 var (
-	_ store.Store   = (*Store)(nil)
-	_ store.Batcher = (*Store)(nil)
-	_ store.Waker   = (*Store)(nil)
+	_ store.Store       = (*Store)(nil)
+	_ store.Batcher     = (*Store)(nil)
+	_ store.Waker       = (*Store)(nil)
+	_ store.Partitioner = (*Store)(nil)
 )
 
 // New returns a Store on c (a *redis.Client or a *redis.ClusterClient) and
@@ -103,6 +159,15 @@ func New(ctx context.Context, c redis.UniversalClient, opts Options) (*Store, er
 	}
 	if opts.Timeout < 0 {
 		return nil, fmt.Errorf("%w: redisstore: Timeout %v must not be negative", store.ErrInvalidArgument, opts.Timeout)
+	}
+	if opts.WaitReplicas < 0 || opts.WaitTimeout < 0 {
+		return nil, fmt.Errorf("%w: redisstore: WaitReplicas %d and WaitTimeout %v must not be negative", store.ErrInvalidArgument, opts.WaitReplicas, opts.WaitTimeout)
+	}
+	if opts.WaitTimeout == 0 {
+		opts.WaitTimeout = DefaultWaitTimeout
+	}
+	if rt := readTimeout(c); opts.WaitReplicas > 0 && rt > 0 && opts.WaitTimeout >= rt {
+		return nil, fmt.Errorf("%w: redisstore: WaitTimeout %v must be shorter than the client's ReadTimeout %v", store.ErrInvalidArgument, opts.WaitTimeout, rt)
 	}
 	prefix := opts.KeyPrefix
 	if prefix == "" {
@@ -117,10 +182,30 @@ func New(ctx context.Context, c redis.UniversalClient, opts Options) (*Store, er
 	}
 	s := &Store{c: c, prefix: prefix, scope: scope,
 		timeout: opts.Timeout, inbox: prefix + "inbox:"}
+	if cc, ok := c.(*redis.ClusterClient); ok {
+		s.slots = &slotMap{cc: cc}
+	}
+	if opts.WaitReplicas > 0 {
+		s.waitN, s.waitTimeout = opts.WaitReplicas, opts.WaitTimeout
+		s.waitMs = ms(opts.WaitTimeout)
+	}
 	if err := s.loadScripts(ctx); err != nil {
 		return nil, err
 	}
 	return s, nil
+}
+
+// readTimeout returns c's ReadTimeout (0: none, or a client of another
+// kind).
+func readTimeout(c redis.UniversalClient) time.Duration {
+	var rt time.Duration
+	switch c := c.(type) {
+	case *redis.Client:
+		rt = c.Options().ReadTimeout
+	case *redis.ClusterClient:
+		rt = c.Options().ReadTimeout
+	}
+	return max(rt, 0)
 }
 
 // loadScripts loads every script; on a cluster client, on every master.

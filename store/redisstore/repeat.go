@@ -142,9 +142,11 @@ func pick(calls []call, at []int) []call {
 	return sub
 }
 
-// keep stores the replies of sub, picked from calls at at, in calls.
+// keep stores the replies of sub, picked from calls at at, in calls, and
+// whether replicas confirmed them.
 func keep(calls []call, at []int, sub []call) {
 	for j, i := range at {
 		calls[i].cmd = sub[j].cmd
+		calls[i].unconfirmed = sub[j].unconfirmed
 	}
 }

@@ -71,5 +71,8 @@ func (s *Store) Close() error {
 	for _, sub := range subs {
 		sub.stop()
 	}
+	if s.slots != nil {
+		s.slots.wait()
+	}
 	return nil
 }
