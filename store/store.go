@@ -10,6 +10,11 @@
 //	Release    | no-op          | token current: absent   | as Complete               | ErrLeaseLost
 //	Renew      | ErrLeaseLost   | token current: renewed  | as Complete               | ErrLeaseLost
 //
+// A store that implements [Liveness] also takes over a key in progress
+// whose holder the claim names dead (ClaimRequest.Dead), as if its lease had
+// ended, and names the holder when it answers InProgress
+// (ClaimResult.Holder).
+//
 // Every transition is one atomic step. Tokens are fencing tokens: a claim's
 // [Token.Fence] is larger than that of every earlier claim of the key, so an
 // owner whose lease was taken over can never overwrite the new owner's result,
