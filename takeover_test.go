@@ -144,3 +144,16 @@ func TestNoTakeoverAfterOwnOutage(t *testing.T) {
 		t.Fatalf("%d runs, want 1", n)
 	}
 }
+
+func TestLivenessOptionsChecked(t *testing.T) {
+	for _, l := range []idem.Liveness{
+		{Every: -time.Second},
+		{TTL: time.Second}, // not more than the default Every
+		{Every: 2 * time.Second, TTL: time.Second},
+		{Grace: -1},
+	} {
+		if _, err := idem.New(idem.Options{Liveness: l}); !errors.Is(err, idem.ErrInvalidArgument) {
+			t.Errorf("Liveness %+v: %v, want ErrInvalidArgument", l, err)
+		}
+	}
+}
