@@ -16,13 +16,15 @@ import (
 	"time"
 
 	"github.com/idemrt/idem"
+	"github.com/idemrt/idem/consume"
+	"github.com/idemrt/idem/flows"
 	"github.com/idemrt/idem/httpidem"
 	"github.com/idemrt/idem/internal/idemtest"
 )
 
 // Early takeover across processes, with default settings: a worker
-// process holds keys (through Do and through httpidem, both renewing a
-// lease of 60s) and is SIGKILLed; a runtime in the test process calls
+// process holds keys (through Do, httpidem, flows and consume, each
+// renewing a lease of 60s) and is SIGKILLed; a runtime in the test process calls
 // the same keys, and each runs within takeoverBound of the kill. And a
 // store outage of 20s while a live owner runs hands its key to nobody.
 
@@ -48,8 +50,18 @@ func holdMain(w Worker) int {
 		fmt.Fprintln(os.Stderr, "worker:", err)
 		return 2
 	}
+	c, err := consume.New(consume.Options{Runtime: rt})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "worker:", err)
+		return 2
+	}
 	var running sync.WaitGroup
-	running.Add(2 * holdKeys)
+	running.Add(4 * holdKeys)
+	hang := func(context.Context) (string, error) {
+		running.Done()
+		select {}
+	}
+	flow := holdFlow(func(ctx context.Context, s string) (string, error) { return hang(ctx) })
 	for i := range holdKeys {
 		go idem.Do(context.Background(), rt, fmt.Sprint("do", i), func(ctx context.Context) (string, error) {
 			running.Done()
@@ -60,10 +72,22 @@ func holdMain(w Worker) int {
 			select {}
 		}))
 		go h.ServeHTTP(httptest.NewRecorder(), holdRequest(i))
+		go flow.Run(context.Background(), rt, "in", flows.RunOptions[string]{IdempotencyKey: fmt.Sprint("flow", i)})
+		go consume.Handle(context.Background(), c, holdDelivery(i), hang)
 	}
 	running.Wait()
 	fmt.Println("held")
 	select {}
+}
+
+// holdFlow is the flow the victim runs with a step that hangs, and the
+// test with one that returns.
+func holdFlow(step func(context.Context, string) (string, error)) *flows.Flow[string] {
+	return flows.Must(flows.New("hold", flows.Step("s", step)))
+}
+
+func holdDelivery(i int) consume.Delivery {
+	return consume.Delivery{Scope: "HOLD/test", Key: fmt.Sprint("msg", i), Attempt: 1}
 }
 
 func holdRequest(i int) *http.Request {
@@ -73,8 +97,8 @@ func holdRequest(i int) *http.Request {
 }
 
 // KilledOwnerTakenOver starts a worker that holds keys, SIGKILLs it, and
-// calls its keys on rt (default settings, started by the caller well
-// before: its grace is over) through Do and httpidem: each must run
+// calls its keys on rt (default settings) through Do, httpidem, flows and
+// consume: each must run
 // within 10s of the kill. It returns the longest time a key took.
 func KilledOwnerTakenOver(t *testing.T, p Processes, rt *idem.Runtime) time.Duration {
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
@@ -119,6 +143,11 @@ func KilledOwnerTakenOver(t *testing.T, p Processes, rt *idem.Runtime) time.Dura
 		runs.Add(1)
 		w.WriteHeader(http.StatusCreated)
 	}))
+	c, err := consume.New(consume.Options{Runtime: rt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	flow := holdFlow(func(context.Context, string) (string, error) { runs.Add(1); return "new", nil })
 	var mu sync.Mutex
 	var longest time.Duration
 	note := func(key string, ok bool) {
@@ -151,10 +180,33 @@ func KilledOwnerTakenOver(t *testing.T, p Processes, rt *idem.Runtime) time.Dura
 			}
 			note(fmt.Sprint("http", i), false)
 		})
+		wg.Go(func() {
+			// A flow run that fails (its settle ended) is run again.
+			for time.Since(killed) < 2*takeoverBound {
+				if _, err := flow.Run(bg, rt, "in", flows.RunOptions[string]{IdempotencyKey: fmt.Sprint("flow", i)}); err == nil {
+					note(fmt.Sprint("flow", i), true)
+					return
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			note(fmt.Sprint("flow", i), false)
+		})
+		wg.Go(func() {
+			// The broker redelivers a message left for later.
+			for time.Since(killed) < 2*takeoverBound {
+				_, v := consume.Handle(bg, c, holdDelivery(i), func(context.Context) (string, error) { runs.Add(1); return "new", nil })
+				if v.Decision == consume.Ack {
+					note(fmt.Sprint("msg", i), true)
+					return
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			note(fmt.Sprint("msg", i), false)
+		})
 	}
 	wg.Wait()
-	if n := runs.Load(); n != 2*holdKeys {
-		t.Fatalf("%d runs after the kill, want %d", n, 2*holdKeys)
+	if n := runs.Load(); n != 4*holdKeys {
+		t.Fatalf("%d runs after the kill, want %d", n, 4*holdKeys)
 	}
 	t.Logf("every key of the killed worker ran again within %v of the kill", longest.Round(time.Millisecond))
 	return longest
