@@ -92,6 +92,9 @@ func newLiveMonitor(cfg *Config, st store.Liveness, instance string, onDead func
 	if l.grace <= 0 {
 		l.grace = DefaultLiveGrace
 	}
+	if l.ttl <= l.every {
+		l.ttl = 2 * l.every // the runtime's options refuse it; the actors' default it
+	}
 	l.ctx, l.cancel = context.WithCancel(context.Background())
 	return l
 }
@@ -138,10 +141,12 @@ func (l *liveMonitor) tick() {
 	l.arm()
 }
 
-// beat refreshes this instance's record. A beat is bounded by LiveEvery:
-// one that cannot finish by then is a gap anyway.
+// beat refreshes this instance's record. A beat may take up to LiveTTL -
+// LiveEvery (a loaded store, a pool whose connections are all busy): the
+// record of the beat before still holds it live until then; past that,
+// the instance looks dead anyway.
 func (l *liveMonitor) beat() {
-	ctx, cancel := context.WithTimeout(l.ctx, l.every)
+	ctx, cancel := context.WithTimeout(l.ctx, l.ttl-l.every)
 	defer cancel()
 	err := l.st.Beat(ctx, l.instance, l.ttl)
 	now := l.clock.Now()
@@ -189,7 +194,7 @@ func (l *liveMonitor) check() {
 	l.mu.Unlock()
 	found := false
 	for _, id := range ask {
-		ctx, cancel := context.WithTimeout(l.ctx, l.every)
+		ctx, cancel := context.WithTimeout(l.ctx, l.ttl-l.every)
 		live, err := l.st.Live(ctx, id)
 		cancel()
 		dead := err == nil && !live
