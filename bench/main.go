@@ -17,7 +17,10 @@
 // spread over -instances runtimes sharing a Redis or PostgreSQL store; its
 // settle latency runs from the owner's completion). On Redis, each result
 // carries the server's CPU per call (INFO cpu and commandstats, summed over
-// a cluster's masters). The targets table checks issue 15's figures, each
+// a cluster's masters). After the scenarios it counts, on each store, the
+// extra store traffic of early takeover: liveness beats a second per idle
+// instance, and liveness reads a second while callers wait on another
+// instance's keys. The targets table checks issue 15's figures, each
 // as a ratio within the same run; those whose store did not run are
 // skipped, naming the flag that runs them.
 //
@@ -140,6 +143,15 @@ func runAll(ctx context.Context, cfg Config) (*Report, error) {
 		rep.Sizes = append(rep.Sizes, sz)
 		printSizes(os.Stdout, rep.Sizes)
 	}
+	for _, st := range cfg.Stores {
+		lt, err := measureLiveness(ctx, e.forStore(st), st)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench: measuring liveness:", err)
+			continue
+		}
+		rep.Liveness = append(rep.Liveness, lt)
+	}
+	printLiveness(os.Stdout, rep.Liveness)
 	rb := redisBenchmark(ctx, e)
 	rep.WorkloadAllocsPerOp = workloadAllocs(e.prefix + "memory:unique:idem:k")
 	fmt.Printf("\nthe workload alone allocates %s per call (its key, the result's ID), counted in every allocs/op above\n",

@@ -18,6 +18,11 @@ import (
 
 var _ store.Liveness = (*Store)(nil)
 
+// LiveTable returns the liveness table's SQL name, quoted (and qualified
+// by Options.Schema when set), as Table does the keys': <table>_live.
+// Drop it with the keys' table.
+func (s *Store) LiveTable() string { return s.names.live }
+
 // Beat implements [store.Liveness].
 func (s *Store) Beat(ctx context.Context, instance string, ttl time.Duration) error {
 	if instance == "" {
