@@ -85,9 +85,6 @@ func TestRedisOutageLongerThanLease(t *testing.T) {
 // lease of 60s, early takeover on): nobody takes its key over, though its
 // liveness record ended in the pause; see storesuite.OutageKeepsLiveOwner.
 func TestRedisOutageKeepsLiveOwner(t *testing.T) {
-	if testing.Short() {
-		t.Skip("a 30s outage test")
-	}
 	t.Parallel()
 	srv := redistest.Start(t, redistest.Options{})
 	prefix := fmt.Sprintf("o%d:", prefixSeq.Add(1))
