@@ -1,6 +1,7 @@
 package idem
 
 import (
+	"cmp"
 	"fmt"
 	"github.com/idemrt/idem/internal/ownerhook"
 	"log/slog"
@@ -73,6 +74,12 @@ type Options struct {
 	// back to back.
 	PollInterval time.Duration
 
+	// Liveness configures early takeover (see docs/semantics.md, "Early
+	// takeover"), with a store that keeps liveness records
+	// (store.Liveness: memstore, redisstore, pgstore). The zero value is
+	// the defaults: beats every 1s, a record lives 3s, grace 5s.
+	Liveness Liveness
+
 	// MaxPending bounds the calls pending in one shard (waiting or running);
 	// past it, calls fail at once with ErrOverloaded.
 	// Default: 10000.
@@ -128,6 +135,37 @@ type Options struct {
 	TracerProvider trace.TracerProvider
 }
 
+// Liveness configures early takeover: the runtime beats (refreshes its
+// instance's liveness record in the store) every Every, and a caller that
+// waits for a key another instance holds takes the key over as soon as
+// that instance's record has ended, rather than at the end of the
+// holder's lease. A SIGKILLed instance's keys are thus free about TTL +
+// Every after its last beat (4s by default), while leases stay long
+// enough to ride out a store outage. Each instance sends one beat per
+// Every, and one liveness read per Every for each other instance it waits
+// on.
+type Liveness struct {
+	// Every is how often the runtime beats.
+	// Default: 1s.
+	Every time.Duration
+	// TTL is how long a beat keeps the instance live. An instance whose
+	// beats stop (a crash, or a network partition from the store) is
+	// taken for dead TTL after its last beat. It must be more than Every.
+	// Default: 3s.
+	TTL time.Duration
+	// Grace is how long the runtime's own beats must have succeeded,
+	// without a gap longer than TTL, before it takes another instance for
+	// dead: after a store outage every record has ended, and the others
+	// need the time to beat again. Keep it above Every + the time a beat
+	// takes after an outage (a reconnect).
+	// Default: 5s.
+	Grace time.Duration
+	// Disable turns early takeover off: a key is taken over only when its
+	// holder's lease ends, and the runtime does not beat.
+	// Default: false.
+	Disable bool
+}
+
 const maxShards = 4096
 
 // minPollInterval is the shortest Options.PollInterval accepted.
@@ -153,7 +191,8 @@ func (o *Options) validate() error {
 	for _, d := range []struct {
 		name string
 		v    time.Duration
-	}{{"StoreTimeout", o.StoreTimeout}, {"PollInterval", o.PollInterval}} {
+	}{{"StoreTimeout", o.StoreTimeout}, {"PollInterval", o.PollInterval},
+		{"Liveness.Every", o.Liveness.Every}, {"Liveness.TTL", o.Liveness.TTL}, {"Liveness.Grace", o.Liveness.Grace}} {
 		if d.v < 0 {
 			return bad("%s is %v; it must not be negative (zero means the default)", d.name, d.v)
 		}
@@ -180,6 +219,9 @@ func (o *Options) validate() error {
 	}
 	if o.PollInterval != 0 && o.PollInterval < minPollInterval {
 		return bad("PollInterval is %v; it must be at least %v (zero means the default)", o.PollInterval, minPollInterval)
+	}
+	if every, ttl := cmp.Or(o.Liveness.Every, actors.DefaultLiveEvery), cmp.Or(o.Liveness.TTL, actors.DefaultLiveTTL); ttl <= every {
+		return bad("Liveness.TTL is %v; it must be more than Liveness.Every (%v)", ttl, every)
 	}
 	if o.Shards > maxShards {
 		return bad("Shards is %d; at most %d", o.Shards, maxShards)

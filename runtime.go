@@ -73,6 +73,11 @@ func New(opts Options) (*Runtime, error) {
 		StoreTimeout: o.StoreTimeout,
 		PollInterval: o.PollInterval,
 		OnBatch:      batchObserver(o.Observer),
+
+		EarlyTakeover: !o.Liveness.Disable,
+		LiveEvery:     o.Liveness.Every,
+		LiveTTL:       o.Liveness.TTL,
+		LiveGrace:     o.Liveness.Grace,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("idem: start shards: %w", err)

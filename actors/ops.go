@@ -66,6 +66,9 @@ func (s *shard) submitOp(e *keyState, oe *opEffect) {
 			Fingerprint: oe.fp,
 			Waiter:      s.cfg.wakerID,
 		}
+		if oe.holder != "" && s.cfg.dead != nil && s.cfg.dead(oe.holder) {
+			o.Claim.Dead = oe.holder
+		}
 	case store.OpComplete:
 		o.Token, o.Record, o.TTL = oe.token, oe.record, oe.ttl
 	case store.OpRelease:

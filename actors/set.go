@@ -26,6 +26,7 @@ type Set struct {
 	cfg      *Config
 	started  atomic.Bool
 	stopWake func()
+	live     *liveMonitor // nil without early takeover
 	once     sync.Once
 	done     chan struct{}
 	force    chan struct{} // closed by a later Close whose ctx ended first
@@ -76,6 +77,11 @@ func NewSet(ctx context.Context, n int, cfg Config) (*Set, error) {
 			return nil, err
 		}
 		cfg.wakerID, set.stopWake = id, stop
+	}
+	if l, ok := cfg.Store.(store.Liveness); ok && cfg.EarlyTakeover {
+		set.live = newLiveMonitor(set.cfg, l, instance, func() { set.route("") })
+		set.cfg.dead = set.live.dead
+		set.live.start()
 	}
 	set.sys = newActorSystem(cfg.Logger)
 	set.shards = make([]*shard, n)
@@ -276,6 +282,9 @@ func (set *Set) close(ctx context.Context) error {
 	}
 	if set.stopWake != nil {
 		set.stopWake()
+	}
+	if set.live != nil {
+		set.live.stop()
 	}
 	for _, s := range set.shards {
 		set.sys.stop(s)

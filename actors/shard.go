@@ -48,6 +48,17 @@ type Config struct {
 	// shard's index, the batch's operations, how many of them failed with a
 	// store error (not a contract error), and how long it took.
 	OnBatch func(shard, ops, failed int, took time.Duration)
+	// EarlyTakeover turns on liveness beats and early takeover (see
+	// liveness.go) when the store implements store.Liveness. LiveEvery,
+	// LiveTTL and LiveGrace are its settings; 0 means DefaultLiveEvery,
+	// DefaultLiveTTL and DefaultLiveGrace.
+	EarlyTakeover bool
+	LiveEvery     time.Duration
+	LiveTTL       time.Duration
+	LiveGrace     time.Duration
+	// dead reports whether a holder's owner belongs to an instance found
+	// dead (nil without early takeover).
+	dead func(owner string) bool
 }
 
 // shard is one shard actor with its LRU and admission gate.

@@ -43,6 +43,7 @@ type keyState struct {
 	ttl     time.Duration
 	leaseAt time.Time     // when this shard's claim was granted or last renewed; remote: when seen
 	left    time.Duration // remote: the lease the holder had left when seen
+	holder  string        // remote: the holder's owner when seen, if the store says
 	waiters []*Request
 	backoff time.Duration
 	// settleAt is when the settle timer is armed for (zero: not armed).
@@ -155,6 +156,7 @@ type opEffect struct {
 	lease  time.Duration // OpClaim, OpRenew
 	ttl    time.Duration // OpClaim, OpComplete
 	fp     []byte        // OpClaim
+	holder string        // OpClaim: the owner last seen holding the key ("" if none)
 	token  store.Token   // OpComplete, OpRelease, OpRenew
 	record store.Record  // OpComplete
 }

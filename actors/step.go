@@ -203,7 +203,7 @@ func (m *mover) claim() {
 	r := k.owner
 	k.phase = phClaiming
 	k.woken = false
-	m.send(opEffect{kind: store.OpClaim, lease: r.Lease, ttl: r.TTL, fp: r.Fingerprint})
+	m.send(opEffect{kind: store.OpClaim, lease: r.Lease, ttl: r.TTL, fp: r.Fingerprint, holder: k.holder})
 }
 
 // claimed handles the store's answer to the key's Claim.
@@ -268,7 +268,7 @@ func (m *mover) foundResult(candidate *Request, rec store.Record) {
 func (m *mover) granted(candidate *Request, o *store.Op, sent time.Time) {
 	k := m.k
 	k.token, k.lease, k.leaseAt = o.Result.Token, o.Claim.Lease, sent
-	k.fp = nil
+	k.fp, k.holder = nil, ""
 	if candidate.where != claiming || m.ev.closing {
 		// The claim carries the candidate's fingerprint and lease: release
 		// it, and the next waiter claims with its own.
@@ -300,7 +300,7 @@ func (m *mover) foundHolder(candidate *Request, res *store.ClaimResult) {
 	k := m.k
 	k.phase = phRemote
 	k.joined = true
-	k.token, k.fp = res.Token, res.Fingerprint
+	k.token, k.fp, k.holder = res.Token, res.Fingerprint, res.Holder
 	k.left, k.leaseAt = res.LeaseLeft, m.now
 	if candidate.where == claiming {
 		candidate.where = parked

@@ -20,8 +20,11 @@
 // a cluster's masters). On PostgreSQL, tx-unique and tx-zipf measure the
 // transactional path: a function that writes a row, through idem.Do,
 // through pgtx.Do and by hand, alternating in rounds, each key's rows
-// counted after (txpath.go). The targets table checks issue 15's figures,
-// each as a ratio within the same run; those whose store did not run are
+// counted after (txpath.go). After the scenarios it counts, on each store,
+// the extra store traffic of early takeover: liveness beats a second per
+// idle instance, and liveness reads a second while callers wait on another
+// instance's keys. The targets table checks issue 15's figures, each as a
+// ratio within the same run; those whose store did not run are
 // skipped, naming the flag that runs them.
 //
 // It exits 1 when a key ran more than once, a call got another key's
@@ -159,6 +162,15 @@ func runAll(ctx context.Context, cfg Config) (*Report, error) {
 			printSizes(os.Stdout, rep.Sizes)
 		}
 	}
+	for _, st := range cfg.Stores {
+		lt, err := measureLiveness(ctx, e.forStore(st), st)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench: measuring liveness:", err)
+			continue
+		}
+		rep.Liveness = append(rep.Liveness, lt)
+	}
+	printLiveness(os.Stdout, rep.Liveness)
 	rb := redisBenchmark(ctx, e)
 	rep.WorkloadAllocsPerOp = workloadAllocs(e.prefix + "memory:unique:idem:k")
 	fmt.Printf("\nthe workload alone allocates %s per call (its key, the result's ID), counted in every allocs/op above\n",

@@ -18,6 +18,8 @@ type Report struct {
 	Results  []Result  `json:"results"`
 	Targets  []Target  `json:"targets"`
 	Sizes    []Sizes   `json:"sizes"`
+	// Liveness is the store traffic of early takeover, per store.
+	Liveness []LivenessTraffic `json:"liveness"`
 	// WorkloadAllocsPerOp is what the harness's own workload allocates per
 	// call (the key, the result's ID), which every result's AllocsPerOp
 	// includes: the direct system, run once per report.

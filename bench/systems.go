@@ -171,7 +171,7 @@ func closeStore(st store.Store, client redis.UniversalClient, pool *pgxpool.Pool
 		st.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		_, _ = pool.Exec(ctx, "DROP TABLE IF EXISTS "+st.Table())
+		_, _ = pool.Exec(ctx, "DROP TABLE IF EXISTS "+st.Table()+", "+st.LiveTable())
 	}
 	if client != nil {
 		client.Close()

@@ -10,6 +10,11 @@
 //	Release    | no-op          | token current: absent   | as Complete               | ErrLeaseLost
 //	Renew      | ErrLeaseLost   | token current: renewed  | as Complete               | ErrLeaseLost
 //
+// A store that implements [Liveness] also takes over a key in progress
+// whose holder the claim names dead (ClaimRequest.Dead), as if its lease had
+// ended, and names the holder when it answers InProgress
+// (ClaimResult.Holder).
+//
 // Every transition is one atomic step. Tokens are fencing tokens: a claim's
 // [Token.Fence] is larger than that of every earlier claim of the key, so an
 // owner whose lease was taken over can never overwrite the new owner's result,
@@ -104,6 +109,12 @@ type ClaimRequest struct {
 	// Waiter, when not empty, asks the store to wake that instance (see
 	// [Waker]) when the key settles, if the key is in progress elsewhere.
 	Waiter string
+	// Dead, when not empty, is the owner of a holder the caller found
+	// dead (see [Liveness]): if the key is in progress under exactly this
+	// owner, the claim takes it over as if its lease had ended (Takeover,
+	// a higher fence, one more attempt). Held by any other owner, the key
+	// is answered as usual. Only stores that implement Liveness read it.
+	Dead string
 }
 
 // Status is the outcome of a claim.
@@ -156,6 +167,9 @@ type ClaimResult struct {
 	LeaseLeft time.Duration
 	// Fingerprint is the holder's fingerprint (InProgress).
 	Fingerprint []byte
+	// Holder is the holder's owner (InProgress), from a store that
+	// implements [Liveness]; others may leave it empty.
+	Holder string
 	// Record is the stored result (Completed).
 	Record Record
 }
@@ -206,4 +220,24 @@ type Waker interface {
 	// settled, or "" when wake-ups may have been lost (a reconnect), in which
 	// case every waiting key should be checked again. fn must not block.
 	Subscribe(ctx context.Context, fn func(key string)) (id string, stop func(), err error)
+}
+
+// Liveness is implemented by stores that keep a liveness record per
+// instance, so that the keys of an instance that died can be taken over in
+// seconds while leases stay long enough to ride out a store outage (see
+// docs/semantics.md, "Early takeover").
+//
+// The runtime beats every second or so. A waiter that finds a key in
+// progress (ClaimResult.Holder) checks the holder's instance with Live,
+// and, when it is not live, claims again with ClaimRequest.Dead set to the
+// holder it saw. The check and the claim are two steps (on Redis Cluster
+// the liveness record is in another slot than the key): the claim takes
+// the key over only if the same owner still holds it, so a key that
+// changed hands meanwhile is left alone.
+type Liveness interface {
+	// Beat records that instance is live for ttl from now, by the store's
+	// clock. ttl must be positive and at most MaxDuration.
+	Beat(ctx context.Context, instance string, ttl time.Duration) error
+	// Live reports whether instance has beaten within its last ttl.
+	Live(ctx context.Context, instance string) (bool, error)
 }

@@ -40,6 +40,9 @@ func WorkerMain(id string, open func(ctx context.Context) (Worker, error)) int {
 		return 2
 	}
 	defer w.Close()
+	if os.Getenv(envHold) != "" {
+		return holdMain(w)
+	}
 	rt, err := idem.New(idem.Options{Store: w.Store, Policy: idem.Policy{Lease: workerLease, Settle: workerSettle}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "worker:", err)

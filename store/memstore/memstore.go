@@ -43,6 +43,7 @@ import (
 	"context"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/idemrt/idem/clock"
 	"github.com/idemrt/idem/keyshard"
@@ -105,6 +106,9 @@ type Store struct {
 	subMu  sync.RWMutex
 	subs   map[string]func(string)
 	subSeq atomic.Uint64
+
+	liveMu sync.Mutex
+	live   map[string]time.Time // instance → end of its liveness (see liveness.go)
 }
 
 var (
@@ -112,6 +116,7 @@ var (
 	_ store.InProcess      = (*Store)(nil)
 	_ store.OwnerCompleter = (*Store)(nil)
 	_ store.Waker          = (*Store)(nil)
+	_ store.Liveness       = (*Store)(nil)
 )
 
 // New returns an empty Store.

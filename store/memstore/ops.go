@@ -47,7 +47,7 @@ func (s *Store) Claim(ctx context.Context, key string, req store.ClaimRequest) (
 		return store.ClaimResult{Status: store.Completed, Record: r.rec}, nil
 	case r.token.Owner == req.Owner:
 		return store.ClaimResult{Status: store.Claimed, Token: r.token, Attempt: r.attempt, LeaseLeft: r.leaseUntil.Sub(now)}, nil
-	case now.Before(r.leaseUntil):
+	case now.Before(r.leaseUntil) && (req.Dead == "" || r.token.Owner != req.Dead):
 		if req.Waiter != "" && !slices.Contains(r.waiters, req.Waiter) {
 			r.waiters = append(r.waiters, req.Waiter)
 		}
@@ -56,6 +56,7 @@ func (s *Store) Claim(ctx context.Context, key string, req store.ClaimRequest) (
 			Token:       store.Token{Fence: r.token.Fence},
 			LeaseLeft:   r.leaseUntil.Sub(now),
 			Fingerprint: r.fp,
+			Holder:      r.token.Owner,
 		}, nil
 	default:
 		s.take(sh, key, r, req, now)

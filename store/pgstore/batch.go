@@ -55,7 +55,7 @@ func (s *Store) prepare(op *store.Op) (*call, bool) {
 			op.Err = checkWaiter(r.Waiter)
 		}
 		c.sql = s.q.claim
-		c.args = []any{key, []byte(r.Owner), micros(r.Lease), micros(r.Lease + r.TTL), r.Fingerprint, r.Waiter}
+		c.args = []any{key, []byte(r.Owner), micros(r.Lease), micros(r.Lease + r.TTL), r.Fingerprint, r.Waiter, deadArg(r.Dead)}
 	case store.OpComplete:
 		op.Err = store.CheckDuration("ttl", op.TTL)
 		st, res := "c", op.Record.Value

@@ -256,5 +256,5 @@ func decodeClaim(op *store.Op, w, s *row, local time.Time) verdict {
 
 func inProgress(r *row) store.ClaimResult {
 	return store.ClaimResult{Status: store.InProgress, Token: store.Token{Fence: uint64(r.fence.Int64)},
-		LeaseLeft: r.leaseLeft(), Fingerprint: r.fingerprint}
+		LeaseLeft: r.leaseLeft(), Fingerprint: r.fingerprint, Holder: string(r.owner)}
 }

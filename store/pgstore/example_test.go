@@ -63,7 +63,11 @@ func ExampleSchemaSQL() {
 	// );
 	// CREATE INDEX "records_expires_at" ON "idem"."records" (expires_at);
 	// ALTER TABLE "idem"."records" ADD COLUMN attempt integer NOT NULL DEFAULT 1;
-	// COMMENT ON TABLE "idem"."records" IS 'idem pgstore schema 2';
+	// CREATE TABLE IF NOT EXISTS "idem"."records_live" (
+	//     instance   text        PRIMARY KEY,
+	//     live_until timestamptz NOT NULL
+	// );
+	// COMMENT ON TABLE "idem"."records" IS 'idem pgstore schema 3';
 }
 
 // Cleanup from a scheduled job rather than from every instance: the

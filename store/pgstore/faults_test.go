@@ -74,3 +74,15 @@ func TestOutageLongerThanLease(t *testing.T) {
 		})
 	}
 }
+
+// PostgreSQL is paused for 20s while an owner runs, with default settings
+// (a lease of 60s, early takeover on): nobody takes its key over, though
+// its liveness row ended in the pause; see storesuite.OutageKeepsLiveOwner.
+func TestOutageKeepsLiveOwner(t *testing.T) {
+	t.Parallel()
+	srv := pgtest.Start(t, pgtest.Options{})
+	dsn, table := srv.DSN("postgres"), newTable()
+	a := newRuntime(t, idem.Options{Store: instance(t, dsn, table)})
+	b := newRuntime(t, idem.Options{Store: instance(t, dsn, table)})
+	storesuite.OutageKeepsLiveOwner(t, a, b, storesuite.Outage{Down: srv.Pause, Up: srv.Resume})
+}

@@ -17,11 +17,16 @@ const maxIdent = 63
 // indexSuffix ends the name of the table's index on expires_at.
 const indexSuffix = "_expires_at"
 
+// liveSuffix names the liveness table after the keys' table (shorter than
+// indexSuffix, so the length check of Table covers it).
+const liveSuffix = "_live"
+
 // names are the table's SQL names, quoted.
 type names struct {
 	schema string // "" without a schema
 	table  string // schema-qualified when there is a schema
 	index  string // the index on expires_at, unqualified: it lives in the table's schema
+	live   string // the liveness table (liveness.go), schema-qualified like table
 	// bare is the table's own name, unquoted.
 	bare string
 }
@@ -39,6 +44,7 @@ func newNames(schema, table string) (names, error) {
 	n := names{bare: table, index: pgx.Identifier{table + indexSuffix}.Sanitize()}
 	if schema == "" {
 		n.table = pgx.Identifier{table}.Sanitize()
+		n.live = pgx.Identifier{table + liveSuffix}.Sanitize()
 		return n, nil
 	}
 	if err := checkIdent("Schema", schema, maxIdent); err != nil {
@@ -46,6 +52,7 @@ func newNames(schema, table string) (names, error) {
 	}
 	n.schema = pgx.Identifier{schema}.Sanitize()
 	n.table = pgx.Identifier{schema, table}.Sanitize()
+	n.live = pgx.Identifier{schema, table + liveSuffix}.Sanitize()
 	return n, nil
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/idemrt/idem"
 	"github.com/idemrt/idem/internal/storesuite"
 	"github.com/idemrt/idem/store/pgstore"
 )
@@ -52,6 +53,13 @@ func openWorker(ctx context.Context) (storesuite.Worker, error) {
 // processes migrates a new table and its table of executions on the
 // shared server, for workers to share.
 func processes(t *testing.T) storesuite.Processes {
+	p, _ := processesOn(t)
+	return p
+}
+
+// processesOn is processes, with the table, for a store of the test
+// process's own among the workers.
+func processesOn(t *testing.T) (storesuite.Processes, string) {
 	table := newTable()
 	pool := sharedPool(t)
 	newStore(t, pool, pgstore.Options{Table: table})
@@ -80,7 +88,7 @@ func processes(t *testing.T) storesuite.Processes {
 			}
 			return out
 		},
-	}
+	}, table
 }
 
 func TestProcessesExactlyOnce(t *testing.T) {
@@ -91,4 +99,13 @@ func TestProcessesExactlyOnce(t *testing.T) {
 func TestProcessKilledMidRun(t *testing.T) {
 	t.Parallel()
 	storesuite.KilledMidRun(t, processes(t))
+}
+
+// A worker holding keys through Do and httpidem is SIGKILLed: with default
+// settings (a lease of 60s), its keys run again within 10s.
+func TestKilledOwnerTakenOverEarly(t *testing.T) {
+	t.Parallel()
+	p, table := processesOn(t)
+	rt := newRuntime(t, idem.Options{Store: newStore(t, sharedPool(t), pgstore.Options{Table: table})})
+	storesuite.KilledOwnerTakenOver(t, p, rt)
 }

@@ -30,6 +30,10 @@ import (
 //	waiters      the channels of the instances waiting for the key to
 //	             settle, notified when it completes or is released
 //
+// and, in the table <table>_live (schema version 3), one row per instance
+// that beats (store.Liveness): instance, and live_until, when its last
+// beat ends by the database clock.
+//
 // A released row stays until its end, and an ended one until cleanup;
 // the next claim's fence is above theirs. Times come from the database
 // clock.
@@ -55,6 +59,12 @@ CREATE INDEX {I} ON {T} (expires_at);`,
 	// read as attempt 1. A column with a constant default is added
 	// without rewriting the table (PostgreSQL 11 and later).
 	`ALTER TABLE {T} ADD COLUMN attempt integer NOT NULL DEFAULT 1;`,
+	// 3: the liveness records of instances (store.Liveness, liveness.go),
+	// one row per instance, in a table of their own.
+	`CREATE TABLE IF NOT EXISTS {L} (
+    instance   text        PRIMARY KEY,
+    live_until timestamptz NOT NULL
+);`,
 }
 
 // schemaVersion is the version this package reads and writes.
@@ -73,7 +83,7 @@ func parseVersion(comment string) (int, bool) {
 
 // expand writes the names into a migration.
 func (n names) expand(sql string) string {
-	return strings.NewReplacer("{T}", n.table, "{I}", n.index).Replace(sql)
+	return strings.NewReplacer("{T}", n.table, "{I}", n.index, "{L}", n.live).Replace(sql)
 }
 
 // SchemaSQL returns the SQL that creates the table of opts (its Schema and

@@ -113,7 +113,7 @@ func TestMigrateConcurrent(t *testing.T) {
 		t.Fatal(err)
 	}
 	var comment string
-	if err := pool.QueryRow(bg, `SELECT obj_description($1::regclass, 'pg_class')`, s.Table()).Scan(&comment); err != nil || comment != "idem pgstore schema 2" {
+	if err := pool.QueryRow(bg, `SELECT obj_description($1::regclass, 'pg_class')`, s.Table()).Scan(&comment); err != nil || comment != "idem pgstore schema 3" {
 		t.Fatalf("comment %q %v", comment, err)
 	}
 }

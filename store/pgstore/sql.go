@@ -64,17 +64,21 @@ func prefixed(alias string) string {
 // claimSQL: $1 key, $2 owner, $3 lease µs, $4 how long the row lives µs
 // (the lease, then the TTL: a takeover after the lease always finds the
 // row, and counts one more attempt), $5 fingerprint, $6 waiter channel (”
-// for none).
+// for none), $7 the holder the caller found dead (NULL for none: a row in
+// progress under exactly that owner is taken as if its lease had ended;
+// see liveness.go).
 const claimSQL = `WITH p AS MATERIALIZED (
   SELECT $1::bytea AS key, $2::bytea AS owner, $3::bigint * interval '1 microsecond' AS lease,
     $4::bigint * interval '1 microsecond' AS keep, $5::bytea AS fp, $6::text AS waiter,
-    c.now, {FLOOR} AS floor
+    $7::bytea AS dead, c.now, {FLOOR} AS floor
   FROM (SELECT clock_timestamp() AS now) c),
 cur AS (
   SELECT r.*,
     r.expires_at > p.now AND (r.state IN ('c', 'f') OR r.state = 'p' AND (r.owner = p.owner
-      OR r.lease_until > p.now AND (p.waiter = '' OR p.waiter = ANY (r.waiters)))) AS quiet,
+      OR r.lease_until > p.now AND r.owner IS DISTINCT FROM p.dead
+        AND (p.waiter = '' OR p.waiter = ANY (r.waiters)))) AS quiet,
     r.expires_at > p.now AND r.state = 'p' AND r.owner <> p.owner AND r.lease_until > p.now
+      AND r.owner IS DISTINCT FROM p.dead
       AND p.waiter <> '' AND NOT p.waiter = ANY (coalesce(r.waiters, '{}')) AS enlist
   FROM {T} r, p WHERE r.key = p.key),
 ins AS (
@@ -87,13 +91,14 @@ ins AS (
     waiters = CASE WHEN r.state = 'p' AND r.expires_at > (SELECT now FROM p) THEN r.waiters ELSE '{}' END,
     attempt = CASE WHEN r.state = 'p' AND r.expires_at > (SELECT now FROM p) THEN least(r.attempt, 2147483646) + 1 ELSE 1 END
   WHERE r.expires_at <= (SELECT now FROM p) OR r.state = 'r'
-    OR r.state = 'p' AND r.lease_until <= (SELECT now FROM p) AND r.owner <> excluded.owner
+    OR r.state = 'p' AND r.owner <> excluded.owner
+      AND (r.lease_until <= (SELECT now FROM p) OR r.owner = (SELECT dead FROM p))
   RETURNING r.*),
 enl AS (
   UPDATE {T} r SET waiters = array_append(coalesce(r.waiters, '{}'), p.waiter) FROM p
   WHERE r.key = p.key AND EXISTS (SELECT FROM cur WHERE cur.enlist)
     AND r.expires_at > p.now AND r.state = 'p' AND r.owner <> p.owner AND r.lease_until > p.now
-    AND NOT p.waiter = ANY (coalesce(r.waiters, '{}'))
+    AND r.owner IS DISTINCT FROM p.dead AND NOT p.waiter = ANY (coalesce(r.waiters, '{}'))
   RETURNING r.*)
 SELECT 'w', {ins}, p.now, false FROM ins, p
 UNION ALL SELECT 'w', {enl}, p.now, false FROM enl, p

@@ -66,7 +66,7 @@ func TestMigrateFromVersion1(t *testing.T) {
 	s := newStore(t, pool, pgstore.Options{Table: table}) // Migrate included
 	var comment string
 	if err := pool.QueryRow(bg, `SELECT obj_description($1::regclass, 'pg_class')`, s.Table()).Scan(&comment); err != nil ||
-		comment != "idem pgstore schema 2" {
+		comment != "idem pgstore schema 3" {
 		t.Fatalf("comment after Migrate %q, %v", comment, err)
 	}
 

@@ -62,7 +62,7 @@ func (s *Store) prepare(op *store.Op) (call, bool) {
 		// counts one more attempt.
 		lease, keep := ms(r.Lease), ms(r.Lease)+ms(r.TTL)
 		c.fence = fence.Floor(time.Now())
-		c.sc, c.args = claimScript, []any{r.Owner, lease, ms(r.TTL), r.Fingerprint, waiter, c.fence}
+		c.sc, c.args = claimScript, []any{r.Owner, lease, ms(r.TTL), r.Fingerprint, waiter, c.fence, r.Dead}
 		if op.Err == nil && s.first.use() {
 			c.first, c.keep = heldValue(r, c.fence, keep, lease), keep
 		}

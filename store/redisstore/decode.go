@@ -87,8 +87,10 @@ func decodeClaim(op *store.Op, r *reply, code int64, now time.Time) bool {
 	case 2:
 		op.Result = store.ClaimResult{Status: store.Completed, Record: r.completed(1, now)}
 	case 3:
-		tok, left, fp := r.held(1, false)
-		op.Result = store.ClaimResult{Status: store.InProgress, LeaseLeft: left, Token: tok, Fingerprint: fp}
+		tok, left, fp := r.held(1, true)
+		holder := tok.Owner
+		tok.Owner = ""
+		op.Result = store.ClaimResult{Status: store.InProgress, LeaseLeft: left, Token: tok, Fingerprint: fp, Holder: holder}
 	default:
 		return false
 	}

@@ -1,6 +1,7 @@
 package redisstore_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -78,4 +79,16 @@ func TestRedisOutageLongerThanLease(t *testing.T) {
 			})
 		})
 	}
+}
+
+// Redis is paused for 20s while an owner runs, with default settings (a
+// lease of 60s, early takeover on): nobody takes its key over, though its
+// liveness record ended in the pause; see storesuite.OutageKeepsLiveOwner.
+func TestRedisOutageKeepsLiveOwner(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t, redistest.Options{})
+	prefix := fmt.Sprintf("o%d:", prefixSeq.Add(1))
+	a := newRuntime(t, idem.Options{Store: newStoreWithPrefix(t, newClient(t, srv), prefix)})
+	b := newRuntime(t, idem.Options{Store: newStoreWithPrefix(t, newClient(t, srv), prefix)})
+	storesuite.OutageKeepsLiveOwner(t, a, b, storesuite.Outage{Down: srv.Pause, Up: srv.Resume})
 }

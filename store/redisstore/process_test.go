@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 
+	"github.com/idemrt/idem"
 	"github.com/idemrt/idem/internal/redistest"
 	"github.com/idemrt/idem/internal/storesuite"
 	"github.com/idemrt/idem/store/redisstore"
@@ -54,6 +55,13 @@ func openWorker(ctx context.Context) (storesuite.Worker, error) {
 // processes starts a server of the test's own for workers to share under
 // a new prefix.
 func processes(t *testing.T, name string) storesuite.Processes {
+	p, _, _ := processesOn(t, name)
+	return p
+}
+
+// processesOn is processes, with the test's client and the prefix, for a
+// store of the test process's own among the workers.
+func processesOn(t *testing.T, name string) (storesuite.Processes, *redis.Client, string) {
 	srv := redistest.Start(t, redistest.Options{})
 	c := newClient(t, srv)
 	prefix := fmt.Sprintf("%s%d:", name, prefixSeq.Add(1))
@@ -70,7 +78,7 @@ func processes(t *testing.T, name string) storesuite.Processes {
 			}
 			return out
 		},
-	}
+	}, c, prefix
 }
 
 func TestProcessesExactlyOnce(t *testing.T) {
@@ -81,4 +89,13 @@ func TestProcessesExactlyOnce(t *testing.T) {
 func TestProcessKilledMidRun(t *testing.T) {
 	t.Parallel()
 	storesuite.KilledMidRun(t, processes(t, "q"))
+}
+
+// A worker holding keys through Do and httpidem is SIGKILLed: with default
+// settings (a lease of 60s), its keys run again within 10s.
+func TestKilledOwnerTakenOverEarly(t *testing.T) {
+	t.Parallel()
+	p, c, prefix := processesOn(t, "t")
+	rt := newRuntime(t, idem.Options{Store: newStoreWithPrefix(t, c, prefix)})
+	storesuite.KilledOwnerTakenOver(t, p, rt)
 }

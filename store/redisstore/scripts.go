@@ -112,7 +112,10 @@ end
 `
 
 // claimScript: ARGV = owner, lease ms, ttl ms, fingerprint, waiter member,
-// fence floor (fence.Floor of the client's clock). A claim that creates the
+// fence floor (fence.Floor of the client's clock), dead owner (the holder
+// the caller found dead, "" for none: a record in progress under exactly
+// that owner is taken over as if its lease had ended; see liveness.go). A
+// claim that creates the
 // record takes the floor as its fence and attempt 1; a takeover, fence + 1
 // or the floor if larger, and attempt + 1; the claim of a released record
 // (a new record in the same string) fence + 1 or the floor too, and attempt
@@ -146,7 +149,7 @@ local takeover, w, att = 0, '0', 1
 if r.st == 'p' then
   local left = pt - r.ms
   if r.own == ARGV[1] then return {1, tonumber(r.fen), left, 0, r.att} end
-  if left > 0 then
+  if left > 0 and (ARGV[7] == '' or r.own ~= ARGV[7]) then
     if ARGV[5] ~= '' then
       local added = redis.pcall('SADD', KEYS[2], ARGV[5])
       if type(added) == 'table' and added.err then return {-1, notSet()} end
@@ -312,8 +315,9 @@ var allScripts = []*redis.Script{claimScript, finishScript, renewScript, getScri
 // Tools that drive the scripts themselves (the benchmark harness runs
 // redis-benchmark on the claim script) use it. The claim script's KEYS are
 // the record and its waiter set, its ARGV owner, lease ms, ttl ms,
-// fingerprint, waiter member ("" for none) and the fence of a claim that
-// creates the record (a canonical decimal from 1 to 2^53).
+// fingerprint, waiter member ("" for none), the fence of a claim that
+// creates the record (a canonical decimal from 1 to 2^53) and, optional,
+// the dead owner to take over ("" or absent for none).
 func ScriptSource(name string) string {
 	switch name {
 	case "claim":
