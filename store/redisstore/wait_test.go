@@ -65,7 +65,7 @@ func TestWaitReplicasUnconfirmed(t *testing.T) {
 	bg := context.Background()
 	primary, replica := startReplicated(t)
 	client := newClient(t, primary)
-	s, err := redisstore.New(bg, client, redisstore.Options{KeyPrefix: "u:", WaitReplicas: 1, WaitTimeout: 50 * time.Millisecond})
+	s, err := redisstore.New(bg, client, redisstore.Options{KeyPrefix: "u:", WaitReplicas: 1, WaitTimeout: 500 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
