@@ -132,6 +132,10 @@ type Stats struct {
 	Pending  int   // callers admitted and not yet answered
 	Batches  int64 // store batches sent since start
 	Ops      int64 // store operations sent since start
+	// EarlyTakeovers counts the keys this runtime took over from an owner
+	// whose instance was found dead (Options.Liveness), before its lease
+	// ended.
+	EarlyTakeovers int64
 	// The hot cache: results held, and their weight in bytes (see
 	// Options.CacheBytes).
 	CacheEntries int
@@ -149,10 +153,21 @@ func (rt *Runtime) Stats() Stats {
 		st.Pending += s.Pending
 		st.Batches += s.Batches
 		st.Ops += s.Ops
+		st.EarlyTakeovers += s.EarlyTakeovers
 		st.CacheEntries += s.CacheEntries
 		st.CacheBytes += s.CacheBytes
 	})
 	return st
+}
+
+// StoreCounts returns the counters of the runtime's store, if it keeps any
+// (store.Counted: slot reloads and unconfirmed writes on Redis, evicted
+// results and refused claims in memory), or nil.
+func (rt *Runtime) StoreCounts() []store.Count {
+	if c, ok := rt.store.(store.Counted); ok {
+		return c.Counts()
+	}
+	return nil
 }
 
 // ShardStats is a snapshot of one shard's counters.

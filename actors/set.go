@@ -44,6 +44,9 @@ type Stats struct {
 	Pending  int   // callers admitted and not yet answered
 	Batches  int64 // store batches sent since start
 	Ops      int64 // store operations sent since start
+	// EarlyTakeovers counts the keys taken over from an owner whose
+	// instance was found dead, before its lease ended.
+	EarlyTakeovers int64
 	// The LRU: results held, and their weight in bytes (Cached.Size).
 	CacheEntries int
 	CacheBytes   int64
@@ -218,7 +221,7 @@ func (set *Set) Done() <-chan struct{} { return set.done }
 func (set *Set) Stats(each func(shard int, st Stats)) {
 	for i, s := range set.shards {
 		st := Stats{InFlight: int(s.nEntries.Load()), Waiters: int(s.nWaiters.Load()), Pending: s.gate.Pending(),
-			Batches: s.nBatches.Load(), Ops: s.nOps.Load()}
+			Batches: s.nBatches.Load(), Ops: s.nOps.Load(), EarlyTakeovers: s.nEarly.Load()}
 		if s.cache != nil {
 			st.CacheEntries, st.CacheBytes = s.cache.Len(), s.cacheBytes.Load()
 		}

@@ -113,6 +113,7 @@ type shard struct {
 	nWaiters atomic.Int64
 	nBatches atomic.Int64
 	nOps     atomic.Int64
+	nEarly   atomic.Int64 // keys taken over from a dead instance's owner
 
 	lastStoreWarn time.Time // owned by the actor: rate of store warnings
 }

@@ -236,6 +236,9 @@ func (s *shard) handle(o *op) {
 	switch o.Kind {
 	case store.OpClaim:
 		ev.kind = evClaimed
+		if o.Claim.Dead != "" && o.Err == nil && o.Result.Status == store.Claimed && o.Result.Takeover {
+			s.nEarly.Add(1)
+		}
 	case store.OpComplete:
 		ev.kind = evCompleted
 	case store.OpRelease:

@@ -23,6 +23,10 @@
 //	idem_store_batch_operations               histogram: operations per store round trip
 //	idem_store_round_trip_seconds             histogram: store round trips
 //	idem_store_failed_operations_total        counter: operations the store failed
+//	idem_early_takeovers_total                counter: keys taken over from a dead instance's owner
+//	idem_store_events_total{event}            counter: the store's own counts (store.Counted):
+//	                                          slot_reloads, unconfirmed_writes (Redis);
+//	                                          evictions, evicted_results, refused_claims (memory)
 //
 // With Options.NamespaceLabel the call metrics get a "namespace" label
 // (the namespace of keys built with store.BuildKey, often a tenant): mind
@@ -84,6 +88,7 @@ type Collector struct {
 	execDur0 prometheus.Observer
 
 	inFlight, parked, pending *prometheus.Desc
+	early, storeEvents        *prometheus.Desc
 	rt                        atomic.Pointer[idem.Runtime]
 }
 
@@ -128,6 +133,11 @@ func New(opts Options) *Collector {
 		"Callers waiting for a run of their key in flight.", nil, opts.ConstLabels)
 	c.pending = prometheus.NewDesc(prometheus.BuildFQName(ns, "", "shard_pending_calls"),
 		"Admitted calls per shard, against Options.MaxPending.", []string{"shard"}, opts.ConstLabels)
+	c.early = prometheus.NewDesc(prometheus.BuildFQName(ns, "", "early_takeovers_total"),
+		"Keys taken over from an owner whose instance was found dead, before its lease ended.", nil, opts.ConstLabels)
+	c.storeEvents = prometheus.NewDesc(prometheus.BuildFQName(ns, "", "store_events_total"),
+		"Events the store counts (store.Counted): slot_reloads and unconfirmed_writes on Redis; evictions, evicted_results and refused_claims in memory.",
+		[]string{"event"}, opts.ConstLabels)
 	if !opts.NamespaceLabel {
 		for i, o := range outcomes {
 			for j, r := range results {
@@ -196,6 +206,8 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.inFlight
 	ch <- c.parked
 	ch <- c.pending
+	ch <- c.early
+	ch <- c.storeEvents
 }
 
 // Collect implements prometheus.Collector.
@@ -215,4 +227,8 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(c.inFlight, prometheus.GaugeValue, float64(inFlight))
 	ch <- prometheus.MustNewConstMetric(c.parked, prometheus.GaugeValue, float64(parked))
+	ch <- prometheus.MustNewConstMetric(c.early, prometheus.CounterValue, float64(rt.Stats().EarlyTakeovers))
+	for _, n := range rt.StoreCounts() {
+		ch <- prometheus.MustNewConstMetric(c.storeEvents, prometheus.CounterValue, float64(n.Value), n.Name)
+	}
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/idemrt/idem/internal/idemtest"
 	"github.com/idemrt/idem/internal/redistest"
 	"github.com/idemrt/idem/store"
+	"github.com/idemrt/idem/store/memstore"
 	"github.com/idemrt/idem/store/redisstore"
 )
 
@@ -238,5 +239,28 @@ func TestOutOfRangeEventDoesNotPanic(t *testing.T) {
 			}()
 			idemprom.New(idemprom.Options{}).OnCall(ev)
 		}()
+	}
+}
+
+// The store's own counts and early takeovers are exported: a full
+// in-memory store's refusals show as idem_store_events_total.
+func TestStoreEventsExported(t *testing.T) {
+	mem := memstore.New(memstore.Options{MaxRecords: 64})
+	col := idemprom.New(idemprom.Options{})
+	rt := idemtest.Runtime(t, idem.Options{Store: mem, Observer: col, DisableCache: true})
+	col.Watch(rt)
+	url := serve(t, col)
+	for i := 0; i < 5000 && mem.Refused() == 0; i++ {
+		_, _ = idem.Do(context.Background(), rt, fmt.Sprint("k", i), func(context.Context) (int, error) { return i, nil })
+	}
+	if mem.Refused() == 0 {
+		t.Fatal("the store never filled")
+	}
+	fams := scrape(t, url)
+	if got := value(t, fams, "idem_store_events_total", map[string]string{"event": "refused_claims"}); got != float64(mem.Refused()) {
+		t.Fatalf("refused_claims exported %v, the store counted %d", got, mem.Refused())
+	}
+	if got := value(t, fams, "idem_early_takeovers_total", nil); got != 0 {
+		t.Fatalf("early takeovers %v, want 0", got)
 	}
 }

@@ -241,3 +241,19 @@ type Liveness interface {
 	// Live reports whether instance has beaten within its last ttl.
 	Live(ctx context.Context, instance string) (bool, error)
 }
+
+// Counted is implemented by stores that count events an operator should
+// see: the runtime reports them (idem.Runtime.StoreCounts) and idemprom
+// exports them as idem_store_events_total{event=Name}.
+type Counted interface {
+	// Counts returns the store's counters since it was made, in a fixed
+	// order.
+	Counts() []Count
+}
+
+// Count is one counter of a store.
+type Count struct {
+	Name  string // snake_case, e.g. "slot_reloads"
+	Help  string // what it counts
+	Value uint64
+}

@@ -174,6 +174,16 @@ func (s *Store) EvictedResults() int64 { return s.evictedResults.Load() }
 // store.ErrFull (RefuseWhenFull).
 func (s *Store) Refused() int64 { return s.refused.Load() }
 
+// Counts implements store.Counted: evictions, results evicted before their
+// TTL, and claims refused by a full store.
+func (s *Store) Counts() []store.Count {
+	return []store.Count{
+		{Name: "evictions", Help: "records evicted to make room", Value: uint64(s.evicted.Load())},
+		{Name: "evicted_results", Help: "completed results evicted before their TTL", Value: uint64(s.evictedResults.Load())},
+		{Name: "refused_claims", Help: "claims of new keys refused by a full store", Value: uint64(s.refused.Load())},
+	}
+}
+
 // Held returns the records the store holds, and the entries its expiry
 // queues hold (one per record, plus those of records released or
 // forgotten, removed once they outnumber the records).

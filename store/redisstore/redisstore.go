@@ -122,6 +122,16 @@ func (s *Store) Stats() Stats {
 	return st
 }
 
+// Counts implements store.Counted: the slot map reloads and the writes
+// fewer than WaitReplicas replicas confirmed.
+func (s *Store) Counts() []store.Count {
+	st := s.Stats()
+	return []store.Count{
+		{Name: "slot_reloads", Help: "reloads of a cluster client's slot map made by the store", Value: st.SlotReloads},
+		{Name: "unconfirmed_writes", Help: "writes fewer than WaitReplicas replicas confirmed", Value: st.Unconfirmed},
+	}
+}
+
 // Store is the Redis store. Create it with [New].
 type Store struct {
 	c      redis.UniversalClient
