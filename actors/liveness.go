@@ -75,6 +75,10 @@ type liveMonitor struct {
 type peer struct {
 	dead  bool
 	asked time.Time
+	// notLiveSince is when the peer's record was first found ended in the
+	// current run of such answers (zero: the last answer was live, or an
+	// error); lastErr when reading it last failed.
+	notLiveSince, lastErr time.Time
 }
 
 func newLiveMonitor(cfg *Config, st store.Liveness, instance string, onDead func()) *liveMonitor {
@@ -155,7 +159,7 @@ func (l *liveMonitor) beat() {
 	if err != nil {
 		l.okSince = time.Time{}
 		for _, p := range l.peers {
-			p.dead = false
+			p.dead, p.notLiveSince = false, time.Time{}
 		}
 		if !l.failing && l.ctx.Err() == nil {
 			l.failing = true
@@ -188,7 +192,7 @@ func (l *liveMonitor) check() {
 		if sure {
 			ask = append(ask, id)
 		} else {
-			p.dead = false
+			p.dead, p.notLiveSince = false, time.Time{}
 		}
 	}
 	l.mu.Unlock()
@@ -197,9 +201,29 @@ func (l *liveMonitor) check() {
 		ctx, cancel := context.WithTimeout(l.ctx, l.ttl-l.every)
 		live, err := l.st.Live(ctx, id)
 		cancel()
-		dead := err == nil && !live
+		now := l.clock.Now()
 		l.mu.Lock()
 		if p := l.peers[id]; p != nil {
+			dead := false
+			switch {
+			case err != nil:
+				// The peer's record could not be read: its part of the
+				// store (a cluster master failing over) may be what kept
+				// it from beating.
+				p.lastErr, p.notLiveSince = now, time.Time{}
+			case live:
+				p.notLiveSince = time.Time{}
+			default:
+				if p.notLiveSince.IsZero() {
+					p.notLiveSince = now
+				}
+				// Dead once its record has stayed ended across two of its
+				// beats, and its record was readable for a grace period:
+				// a record lost with a failed master (or one that master
+				// kept from being written) is written again by a live peer
+				// within a beat of the store's return.
+				dead = now.Sub(p.notLiveSince) >= 2*l.every && now.Sub(p.lastErr) >= l.grace
+			}
 			found = found || dead && !p.dead
 			p.dead = dead
 		}
