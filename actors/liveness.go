@@ -30,7 +30,8 @@ import (
 
 // The defaults of the liveness settings (Config.LiveEvery, LiveTTL,
 // LiveGrace). With a store that wakes waiters, a SIGKILLed instance's keys
-// are taken over about LiveTTL + LiveEvery after its last beat.
+// are taken over about LiveTTL + 3 × LiveEvery after its last beat (a
+// record must stay ended across two beats: see check).
 const (
 	DefaultLiveEvery = time.Second
 	DefaultLiveTTL   = 3 * time.Second
