@@ -38,10 +38,11 @@ type Config struct {
 	NoProgress   bool          `json:"-"`
 	RedisBench   bool          `json:"redis_benchmark"`
 	PollInterval time.Duration `json:"poll_interval"`
-	Shards       int           `json:"shards,omitempty"`   // idem's Options.Shards; 0: its default
-	Metrics      string        `json:"metrics,omitempty"`  // address to serve Prometheus metrics on
-	TxRounds     int           `json:"tx_rounds"`          // rounds the transactional scenarios alternate their systems in
-	NoSizes      bool          `json:"no_sizes,omitempty"` // the memory per key and per record were not measured
+	Shards       int           `json:"shards,omitempty"`      // idem's Options.Shards; 0: its default
+	Metrics      string        `json:"metrics,omitempty"`     // address to serve Prometheus metrics on
+	TxRounds     int           `json:"tx_rounds"`             // rounds the transactional scenarios alternate their systems in
+	NoSizes      bool          `json:"no_sizes,omitempty"`    // the memory per key and per record were not measured
+	NoLiveness   bool          `json:"no_liveness,omitempty"` // the store traffic of early takeover was not measured
 	// Wait, when positive, adds the system idem-wait: idem on a Redis store
 	// with Options.WaitReplicas = Wait, so that its cost shows as a ratio
 	// to idem in the same run.
@@ -134,6 +135,7 @@ func defineFlags(fs *flag.FlagSet, c *Config, raw *rawFlags) {
 	fs.IntVar(&c.Wait, "wait", 0, "with a Redis store, also run idem-wait: idem with redisstore's WaitReplicas set to this (the server needs that many replicas), compared with idem")
 	fs.StringVar(&c.Metrics, "metrics", "", "serve idem's Prometheus metrics on this address while running, e.g. :9090 (idem then runs with its observer on)")
 	fs.BoolVar(&c.NoSizes, "no-sizes", false, "do not measure the memory per key in flight and per stored record after the scenarios")
+	fs.BoolVar(&c.NoLiveness, "no-liveness", false, "do not measure the store traffic of early takeover (liveness beats and reads) after the scenarios")
 	fs.IntVar(&c.TxRounds, "tx-rounds", 3, "rounds in which the tx scenarios alternate their systems, each round -duration/N per system (after one more, not measured, to warm up)")
 }
 

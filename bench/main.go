@@ -162,15 +162,17 @@ func runAll(ctx context.Context, cfg Config) (*Report, error) {
 			printSizes(os.Stdout, rep.Sizes)
 		}
 	}
-	for _, st := range cfg.Stores {
-		lt, err := measureLiveness(ctx, e.forStore(st), st)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "bench: measuring liveness:", err)
-			continue
+	if !cfg.NoLiveness {
+		for _, st := range cfg.Stores {
+			lt, err := measureLiveness(ctx, e.forStore(st), st)
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "bench: measuring liveness:", err)
+				continue
+			}
+			rep.Liveness = append(rep.Liveness, lt)
 		}
-		rep.Liveness = append(rep.Liveness, lt)
+		printLiveness(os.Stdout, rep.Liveness)
 	}
-	printLiveness(os.Stdout, rep.Liveness)
 	rb := redisBenchmark(ctx, e)
 	rep.WorkloadAllocsPerOp = workloadAllocs(e.prefix + "memory:unique:idem:k")
 	fmt.Printf("\nthe workload alone allocates %s per call (its key, the result's ID), counted in every allocs/op above\n",

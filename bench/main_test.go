@@ -114,10 +114,11 @@ func TestDefaults(t *testing.T) {
 
 // runShort runs the harness with tiny durations and returns its report.
 // The storm's function takes 10 ms, long enough for its duplicates to
-// join it on a loaded machine.
+// join it on a loaded machine. The liveness traffic (seconds of counting)
+// is measured only where a test asks for it, with "-no-liveness=false".
 func runShort(t *testing.T, extra ...string) Report {
 	dir := t.TempDir()
-	args := append([]string{"-duration", "50ms", "-storm", "40", "-xstorm", "12", "-keys", "200", "-concurrency", "16",
+	args := append([]string{"-no-liveness", "-duration", "50ms", "-storm", "40", "-xstorm", "12", "-keys", "200", "-concurrency", "16",
 		"-storm-work", "10ms", "-slow-work", "5ms", "-poll-interval", "5ms", "-no-progress", "-out", dir}, extra...)
 	if code := realMain(args); code != 0 {
 		t.Fatalf("exit code %d", code)
@@ -192,8 +193,11 @@ func checkTargetsRan(t *testing.T, rep Report, ran []string, skipped map[string]
 }
 
 func TestShortRunMemory(t *testing.T) {
-	rep := runShort(t)
+	rep := runShort(t, "-no-liveness=false")
 	checkReport(t, rep, 5*4) // xstorm skipped: it needs a shared store
+	if len(rep.Liveness) != 1 || rep.Liveness[0].Store != "memory" || rep.Liveness[0].BeatsPerSec <= 0 || rep.Liveness[0].ReadsPerSec <= 0 {
+		t.Fatalf("liveness traffic: %+v, want beats and reads counted on memory", rep.Liveness)
+	}
 	checkTargetsRan(t, rep, []string{"unique keys in memory vs singleflight+LRU", "40-caller duplicate storm"},
 		map[string]string{"Redis server CPU per request": "-redis", "duplicates on instances sharing Redis": "-redis",
 			"Redis unique keys vs the naive baseline": "-redis", "Redis unique keys vs redis-benchmark": "-redis"})
