@@ -116,10 +116,8 @@ func TestRenewedOwnerNotEvicted(t *testing.T) {
 	idemtest.Eventually(t, "the first renewal armed", func() bool { return clk.Timers() == 1 })
 	for i := range 4 { // renewals at 1, 2, 3 and 4 s: the lease runs to 7 s
 		ops := rt1.Stats().Ops
-		clk.Advance(time.Second)
-		// The renewal went out and the next one is armed (the shard's only
-		// timer): moving the clock before that would skip it for good.
-		idemtest.Eventually(t, fmt.Sprint("renewal ", i+1), func() bool { return rt1.Stats().Ops > ops && clk.Timers() == 1 })
+		// The renewal went out; one re-armed after the Advance fires at once.
+		idemtest.AdvanceUntil(t, clk, time.Second, fmt.Sprint("renewal ", i+1), func() bool { return rt1.Stats().Ops > ops && clk.Timers() == 1 })
 	}
 	clk.Advance(600 * time.Millisecond) // 4.6 s: past claim + lease + TTL (4.5 s), lease live to 7 s
 	if _, err := idem.Do(bg, rt2, keys[1], idemtest.Value("other"), opts...); err != nil {

@@ -127,14 +127,14 @@ func TestLeaseRenewed(t *testing.T) {
 	g := idemtest.NewGate()
 	a := idemtest.GoDo(bg, rtA, "k", g.Fn("A", nil))
 	<-g.Started
-	// The next renewal is the shard's only timer. Each step waits until the
-	// renewal went out and the next one is armed: moving the clock before
-	// that would skip it.
+	// The next renewal is the shard's only clock timer. Each step waits
+	// until the renewal went out; a renewal armed only after the next
+	// Advance (the shard re-arms once the store answered) is fired by
+	// AdvanceUntil at the time it was due.
 	idemtest.Eventually(t, "the first renewal armed", func() bool { return clk.Timers() == 1 })
 	for i := range 10 { // 30s: more than three leases
 		ops := rtA.Stats().Ops
-		clk.Advance(3 * time.Second)
-		idemtest.Eventually(t, fmt.Sprint("renewal ", i+1), func() bool { return rtA.Stats().Ops > ops && clk.Timers() == 1 })
+		idemtest.AdvanceUntil(t, clk, 3*time.Second, fmt.Sprint("renewal ", i+1), func() bool { return rtA.Stats().Ops > ops && clk.Timers() == 1 })
 	}
 	res, err := mem.Claim(bg, "k", store.ClaimRequest{Owner: "intruder", Lease: time.Second, TTL: time.Hour})
 	if err != nil || res.Status != store.InProgress {

@@ -57,6 +57,20 @@ func Eventually(t testing.TB, what string, cond func() bool) {
 	}
 }
 
+// AdvanceUntil moves clk forward by d, then waits until cond holds. While it
+// waits it fires the timers that fall due at the clock's current time: code
+// that arms a timer for a deadline the clock already reached (a re-arm racing
+// the Advance) gets a zero delay, which a fake clock runs only on its next
+// Advance.
+func AdvanceUntil(t testing.TB, clk *clock.Fake, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	clk.Advance(d)
+	Eventually(t, what, func() bool {
+		clk.Advance(0)
+		return cond()
+	})
+}
+
 // Recv returns the next value on ch, failing the test if none comes within
 // Timeout.
 func Recv[T any](t testing.TB, ch <-chan T) T {
