@@ -10,7 +10,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/idemrt/idem"
-	"github.com/idemrt/idem/internal/ownerhook"
 	"github.com/idemrt/idem/store"
 	"github.com/idemrt/idem/store/pgstore"
 )
@@ -136,15 +135,8 @@ func (j *joined) Complete(tok store.Token, rec store.Record, ttl, hold time.Dura
 	ctx, cancel := context.WithTimeout(context.Background(), 2*hold+5*time.Second)
 	defer cancel()
 	sp := j.tx
-	if sp == nil || rec.Failed && !j.keptErr {
-		if sp != nil {
-			rollback(ctx, sp)
-		}
-		return store.Record{}, ownerhook.ErrByStore
-	}
-	stored, err := j.st.CompleteIn(ctx, sp, j.key, tok, rec, ttl, hold)
+	stored, err := completeIn(ctx, j.st, sp, j.key, j.keptErr, tok, rec, ttl, hold)
 	if err != nil {
-		rollback(ctx, sp) // to the savepoint: fn's work goes, the caller's stays
 		return store.Record{}, err
 	}
 	if err := sp.Commit(ctx); err != nil { // releases the savepoint

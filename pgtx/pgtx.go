@@ -120,26 +120,36 @@ type run struct {
 func (r *run) Complete(tok store.Token, rec store.Record, ttl, hold time.Duration) (store.Record, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*hold+5*time.Second)
 	defer cancel()
-	tx := r.tx
-	if tx == nil || rec.Failed && !r.keptErr {
-		// fn's work is not kept (a permanent error, or a value its codec
-		// could not encode): the error is stored alone, by the runtime,
-		// which keeps it through a store outage as it keeps any result.
-		if tx != nil {
-			rollback(ctx, tx)
-		}
-		return store.Record{}, ownerhook.ErrByStore
-	}
-	stored, err := r.st.CompleteIn(ctx, tx, r.key, tok, rec, ttl, hold)
+	stored, err := completeIn(ctx, r.st, r.tx, r.key, r.keptErr, tok, rec, ttl, hold)
 	if err != nil {
-		rollback(ctx, tx)
 		return store.Record{}, err
 	}
 	if afterStatement != nil {
 		afterStatement()
 	}
-	if err := tx.Commit(ctx); err != nil {
+	if err := r.tx.Commit(ctx); err != nil {
 		return settle(r.st, r.key, tok, err, hold)
+	}
+	return stored, nil
+}
+
+// completeIn runs the completion statement in tx, the last statement of
+// fn's work. It rolls tx back when the statement fails, and when fn's work
+// is not kept (there is no transaction, or fn failed in a way whose work is
+// dropped): then the error is stored alone, by the runtime, which keeps it
+// through a store outage as it keeps any result. A tx that is a savepoint
+// rolls back to it: fn's work goes, the caller's stays.
+func completeIn(ctx context.Context, st *pgstore.Store, tx pgx.Tx, key string, keptErr bool, tok store.Token, rec store.Record, ttl, hold time.Duration) (store.Record, error) {
+	if tx == nil || rec.Failed && !keptErr {
+		if tx != nil {
+			rollback(ctx, tx)
+		}
+		return store.Record{}, ownerhook.ErrByStore
+	}
+	stored, err := st.CompleteIn(ctx, tx, key, tok, rec, ttl, hold)
+	if err != nil {
+		rollback(ctx, tx)
+		return store.Record{}, err
 	}
 	return stored, nil
 }
