@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-	"go.uber.org/goleak"
 
 	"github.com/idemrt/idem/internal/pgtest"
 	"github.com/idemrt/idem/internal/storesuite"
@@ -25,21 +24,7 @@ func TestMain(m *testing.M) {
 	if id := storesuite.WorkerID(); id != "" {
 		os.Exit(storesuite.WorkerMain(id, openWorker))
 	}
-	srv, err := pgtest.New(pgtest.Options{})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	shared = srv
-	code := m.Run()
-	srv.Close()
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
+	os.Exit(pgtest.Main(m, &shared))
 }
 
 var bg = context.Background()

@@ -1,11 +1,8 @@
 package natstx_test
 
 import (
-	"fmt"
 	"os"
 	"testing"
-
-	"go.uber.org/goleak"
 
 	"github.com/idemrt/idem/internal/pgtest"
 )
@@ -15,19 +12,5 @@ import (
 var shared *pgtest.Server
 
 func TestMain(m *testing.M) {
-	srv, err := pgtest.New(pgtest.Options{})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	shared = srv
-	code := m.Run()
-	srv.Close()
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
+	os.Exit(pgtest.Main(m, &shared))
 }
