@@ -379,6 +379,29 @@ func TestCheckerCatchesDrift(t *testing.T) {
 			}
 		})
 	}
+	t.Run("README renamed", func(t *testing.T) {
+		// The README's own block, as if idem.WithOutcome had been renamed.
+		text, err := os.ReadFile(filepath.Join(root, "README.md"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		blocks, err := Extract("README.md", text)
+		if err != nil || len(blocks) == 0 {
+			t.Fatalf("README blocks: %v, %v", blocks, err)
+		}
+		b := blocks[0]
+		if errs := c.Check(b, fileEnv["README.md"]); len(errs) != 0 {
+			t.Fatalf("the README block itself fails: %v", errs)
+		}
+		if !strings.Contains(b.Code, "idem.WithOutcome(") {
+			t.Skip("the README block no longer calls idem.WithOutcome; pick another name")
+		}
+		b.Code = strings.ReplaceAll(b.Code, "idem.WithOutcome(", "idem.WithResultOutcome(")
+		errs := c.Check(b, fileEnv["README.md"])
+		if len(errs) == 0 || !strings.Contains(errs[0].Error(), "WithResultOutcome") || !strings.HasPrefix(errs[0].Error(), "README.md:") {
+			t.Errorf("renamed call: errors %v, want one at README.md naming WithResultOutcome", errs)
+		}
+	})
 	t.Run("clean", func(t *testing.T) {
 		code := "rt, err := idem.New(idem.Options{}) // unused: fine\nif err != nil { ... }\n"
 		if errs := c.Check(Block{File: "x.md", Line: 1, Code: code}, fileEnv["README.md"]); len(errs) != 0 {
