@@ -114,7 +114,8 @@ type Env struct {
 	Before []Block
 }
 
-// Checker type-checks blocks. Build it with [NewChecker].
+// Checker type-checks blocks. Build it with [NewChecker]. It is not safe
+// for concurrent use (the importer caches what it loads).
 type Checker struct {
 	fset    *token.FileSet
 	exports map[string]string // import path -> export data file
