@@ -52,6 +52,7 @@ func New(opts Options) (*Runtime, error) {
 	}
 	rt.store = o.Store
 	_, rt.ownerCompletes = o.Store.(store.OwnerCompleter)
+	warnTimeoutFloor(o)
 	perShard := 0
 	if !o.DisableCache {
 		// Rounded up without (a+b-1)/b, which overflows near math.MaxInt
@@ -89,6 +90,30 @@ func New(opts Options) (*Runtime, error) {
 	rt.defaults = callOptions{codec: JSON}
 	rt.defaults.setPolicy(o.Policy)
 	return rt, nil
+}
+
+// warnTimeoutFloor logs a warning when the store's operations can outlast
+// StoreTimeout (a go-redis client without ContextTimeoutEnabled and a
+// ReadTimeout longer than StoreTimeout): on a stalled server, each batch
+// then waits for the client's own timeout.
+func warnTimeoutFloor(o Options) {
+	tf, ok := o.Store.(store.TimeoutFloor)
+	if !ok {
+		return
+	}
+	floor := tf.TimeoutFloor()
+	if floor == 0 || floor > 0 && floor <= o.StoreTimeout {
+		return
+	}
+	o.Logger.Warn("idem: the store's client does not apply StoreTimeout to its reads: on a stalled server each batch waits for the client's own timeout (set ContextTimeoutEnabled on go-redis's options, or a ReadTimeout no longer than StoreTimeout)",
+		"store_timeout", o.StoreTimeout, "client_timeout", floorText(floor))
+}
+
+func floorText(d time.Duration) string {
+	if d < 0 {
+		return "none"
+	}
+	return d.String()
 }
 
 // Must returns rt, or panics if err is not nil. It suits package-level

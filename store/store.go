@@ -257,3 +257,15 @@ type Count struct {
 	Help  string // what it counts
 	Value uint64
 }
+
+// TimeoutFloor is implemented by stores whose operations may outlast the
+// deadline of their context: a client that bounds its socket reads by a
+// timeout of its own and not by the context's deadline. The runtime warns
+// at start when its StoreTimeout is shorter than that floor, since a
+// stalled server then holds each batch for the floor, not StoreTimeout.
+type TimeoutFloor interface {
+	// TimeoutFloor returns how long an operation on a server that stopped
+	// answering can take whatever its context's deadline: 0 when the
+	// context's deadline bounds it, a negative value when nothing does.
+	TimeoutFloor() time.Duration
+}
