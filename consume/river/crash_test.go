@@ -251,4 +251,3 @@ func rescued(job *rivertype.JobRow) bool {
 	}
 	return false
 }
-
