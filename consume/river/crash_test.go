@@ -128,11 +128,13 @@ func runChild(role string) error {
 // dead run's lease has ended), exactly one with the transactional form
 // (the dead run's transaction rolled back).
 func TestWorkerKilledMidJob(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		form string
 		want int
 	}{{"plain", 2}, {"tx", 1}} {
 		t.Run(tc.form, func(t *testing.T) {
+			t.Parallel()
 			e := newEnv(t)
 			key := order()
 			ins := e.inserter(t)

@@ -32,6 +32,10 @@ import (
 // applying twice).
 var shared *pgtest.Server
 
+// template is the database every test's database is a copy of: River's
+// migrations and the store's table are applied once.
+const template = "river_template"
+
 func TestMain(m *testing.M) {
 	if role := os.Getenv(envChild); role != "" {
 		os.Exit(childMain(role))
@@ -42,6 +46,14 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	shared = srv
+	if err := srv.Exec(context.Background(), "postgres", "CREATE DATABASE "+template); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	if err := prepare(context.Background(), srv.DSN(template)); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	code := m.Run()
 	srv.Close()
 	if code == 0 {
@@ -115,10 +127,11 @@ type env struct {
 func newEnv(t testing.TB) *env {
 	t.Helper()
 	ctx := testCtx(t)
-	e := &env{dsn: shared.NewDatabase(t)}
-	if err := prepare(ctx, e.dsn); err != nil {
+	name := fmt.Sprint("test_", seq.Add(1))
+	if err := shared.Exec(ctx, "postgres", "CREATE DATABASE "+name+" TEMPLATE "+template); err != nil {
 		t.Fatal(err)
 	}
+	e := &env{dsn: shared.DSN(name)}
 	e.river, e.work = newPool(t, e.dsn), newPool(t, e.dsn)
 	var err error
 	e.store, err = pgstore.New(ctx, newPool(t, e.dsn), pgstore.Options{})

@@ -62,8 +62,10 @@ func (e *env) run(t *testing.T, w river.Worker[ChargeArgs]) *river.Client[pgx.Tx
 // A job inserted twice (two jobs, one key, even with different args) is
 // applied once: the second job replays the first's result and completes.
 func TestDuplicateJobsAppliedOnce(t *testing.T) {
+	t.Parallel()
 	for _, f := range forms {
 		t.Run(f.name, func(t *testing.T) {
+			t.Parallel()
 			e := newEnv(t)
 			var verdicts sync.Map // job id → verdict
 			w := f.worker(t, e, idemriver.Options[ChargeArgs]{Consumer: consumer(t, e.rt),
@@ -101,8 +103,10 @@ func TestDuplicateJobsAppliedOnce(t *testing.T) {
 // A transient error is returned to River, which retries the job: the retry
 // runs the work again (the transactional form's first effect rolled back).
 func TestTransientErrorRetried(t *testing.T) {
+	t.Parallel()
 	for _, f := range forms {
 		t.Run(f.name, func(t *testing.T) {
+			t.Parallel()
 			e := newEnv(t)
 			var mu sync.Mutex
 			var attempts []int
@@ -144,8 +148,10 @@ func TestTransientErrorRetried(t *testing.T) {
 // A permanent error cancels the job, and a later job of the key is
 // cancelled with the stored error without running the work.
 func TestPermanentErrorCancels(t *testing.T) {
+	t.Parallel()
 	for _, f := range forms {
 		t.Run(f.name, func(t *testing.T) {
+			t.Parallel()
 			e := newEnv(t)
 			var mu sync.Mutex
 			runs := 0
@@ -186,6 +192,7 @@ func TestPermanentErrorCancels(t *testing.T) {
 
 // A job without a key is cancelled, never run.
 func TestNoKeyCancels(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	w, err := idemriver.NewWorker(idemriver.Options[ChargeArgs]{Consumer: consumer(t, e.rt), Logger: quiet},
 		func(context.Context, *river.Job[ChargeArgs]) error {
@@ -204,6 +211,7 @@ func TestNoKeyCancels(t *testing.T) {
 // attempt used up) and completes once the run has stored its result,
 // replaying it.
 func TestHeldKeySnoozes(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	key := order()
 	c := consumer(t, e.rt)
@@ -255,6 +263,7 @@ func TestHeldKeySnoozes(t *testing.T) {
 
 // Misconfigurations are errors, not panics.
 func TestInvalidOptions(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	work := func(context.Context, *river.Job[ChargeArgs]) error { return nil }
 	c := consumer(t, e.rt)
