@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -115,6 +116,7 @@ func exampleDatabase() string {
 // EmailArgs sends a receipt. Its key comes from Options.Key, not a method.
 type EmailArgs struct {
 	Receipt string `json:"receipt"`
+	To      string `json:"to"`
 }
 
 func (EmailArgs) Kind() string { return "email" }
@@ -128,16 +130,16 @@ func (EmailArgs) Kind() string { return "email" }
 func ExampleNewWorker() {
 	var (
 		c    *consume.Consumer // consume.New(consume.Options{Runtime: rt})
-		send func(ctx context.Context, receipt, idempotencyKey string) error
+		send func(ctx context.Context, to, idempotencyKey string) error
 	)
 	w, err := idemriver.NewWorker(idemriver.Options[EmailArgs]{
 		Consumer: c,
 		Key:      func(job *river.Job[EmailArgs]) string { return job.Args.Receipt },
 	}, func(ctx context.Context, job *river.Job[EmailArgs]) error {
-		if job.Args.Receipt == "" {
-			return idem.Permanent(fmt.Errorf("no receipt")) // cancels the job
+		if !strings.Contains(job.Args.To, "@") {
+			return idem.Permanent(fmt.Errorf("no address in %q", job.Args.To)) // cancels the job
 		}
-		return send(ctx, job.Args.Receipt, "receipt:"+job.Args.Receipt) // an error: River retries
+		return send(ctx, job.Args.To, "receipt:"+job.Args.Receipt) // an error: River retries
 	})
 	if err != nil {
 		log.Fatal(err)

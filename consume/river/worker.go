@@ -148,9 +148,12 @@ func argsKey[T river.JobArgs](job *river.Job[T]) string {
 // the job's context ended), which River retries by its retry policy.
 //
 // The work runs under a context that keeps ctx's values (the River client
-// among them) but not its cancellation, as idem.Do does (NewTxWorker's
-// work keeps it): a job that times out returns a retry while the work
-// goes on and stores its result for the retry to replay.
+// among them) but not its cancellation, as idem.Do does; it is cancelled
+// when the key's lease is lost or the runtime closes. When ctx ends first
+// (River's JobTimeout, a client stopping), a NewWorker worker returns a
+// retry at once while the work goes on and stores its result for the
+// retry to replay; a NewTxWorker worker waits for its work, which holds
+// the transaction.
 func (w *Worker[T]) Work(ctx context.Context, job *river.Job[T]) error {
 	if w == nil || w.run == nil {
 		return fmt.Errorf("%w: consume/river: Work on a worker nil or not built by NewWorker or NewTxWorker", idem.ErrInvalidArgument)
