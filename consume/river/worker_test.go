@@ -14,6 +14,7 @@ import (
 	"github.com/idemrt/idem/consume"
 	idemriver "github.com/idemrt/idem/consume/river"
 	"github.com/idemrt/idem/internal/idemtest"
+	"github.com/idemrt/idem/pgtx"
 )
 
 // form is one way of building the worker: plain (idem.Do) or
@@ -320,3 +321,76 @@ type plainArgs struct {
 }
 
 func (plainArgs) Kind() string { return "plain" }
+
+// With Fingerprint, a job whose key was used with other args is cancelled
+// with idem.ErrFingerprintMismatch instead of replaying the other job's
+// result.
+func TestFingerprintMismatchCancels(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	var verdicts sync.Map
+	w, err := idemriver.NewWorker(idemriver.Options[ChargeArgs]{Consumer: consumer(t, e.rt), Fingerprint: true, Logger: quiet,
+		OnVerdict: func(job *river.Job[ChargeArgs], v consume.Verdict) { verdicts.Store(job.ID, v) }},
+		func(ctx context.Context, job *river.Job[ChargeArgs]) error {
+			return effect(ctx, e.work, job.Args.Order, job.Args.Note)
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := order()
+	ins := e.inserter(t)
+	first := insert(t, ins, ChargeArgs{Order: key, Note: "ten euros"})
+	c := e.run(t, w)
+	e.state(t, c, first, rivertype.JobStateCompleted)
+	same := insert(t, ins, ChargeArgs{Order: key, Note: "ten euros"})
+	e.state(t, c, same, rivertype.JobStateCompleted)
+	other := insert(t, ins, ChargeArgs{Order: key, Note: "a hundred euros"})
+	e.state(t, c, other, rivertype.JobStateCancelled)
+	if v, _ := verdicts.Load(other); v == nil || !errors.Is(v.(consume.Verdict).Err, idem.ErrFingerprintMismatch) {
+		t.Fatalf("the job with other args: verdict %+v; want idem.ErrFingerprintMismatch", v)
+	}
+	if n := e.effects(t, key); n != 1 {
+		t.Fatalf("%d effects; want 1", n)
+	}
+}
+
+// In the transactional form, a permanent error marked pgtx.KeepWork
+// commits the work with the stored error, and the job is cancelled (not
+// completed in the transaction).
+func TestTxKeepWorkCancels(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	w, err := idemriver.NewTxWorker(testCtx(t), e.work, idemriver.Options[ChargeArgs]{Consumer: consumer(t, e.rt), Logger: quiet},
+		func(ctx context.Context, tx pgx.Tx, job *river.Job[ChargeArgs]) error {
+			if err := effect(ctx, tx, job.Args.Order, "refusal recorded"); err != nil {
+				return err
+			}
+			return pgtx.KeepWork(idem.Permanent(errors.New("card declined")))
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := order()
+	id := insert(t, e.inserter(t), ChargeArgs{Order: key})
+	c := e.run(t, w)
+	e.state(t, c, id, rivertype.JobStateCancelled)
+	if n := e.effects(t, key); n != 1 {
+		t.Fatalf("%d effects; want the kept one", n)
+	}
+	rec, err := e.rt.State(testCtx(t), mustKey(t, key))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Status != idem.KeyFailed {
+		t.Fatalf("the key is %v; want its error stored", rec.Status)
+	}
+}
+
+func mustKey(t *testing.T, key string) string {
+	t.Helper()
+	k, err := consume.Key(ChargeArgs{}.Kind(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
