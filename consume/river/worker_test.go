@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
@@ -394,3 +395,13 @@ func mustKey(t *testing.T, key string) string {
 	}
 	return k
 }
+
+// slowWorker sets a timeout of its own over a Worker, as the Worker's
+// documentation says: by embedding it.
+type slowWorker struct {
+	*idemriver.Worker[ChargeArgs]
+}
+
+func (slowWorker) Timeout(*river.Job[ChargeArgs]) time.Duration { return time.Hour }
+
+var _ river.Worker[ChargeArgs] = slowWorker{}
