@@ -1,7 +1,7 @@
 // Package consume makes message consumers idempotent: a broker delivers a
 // message at least once, and the consumer's effects happen once per message
 // key. It is broker-neutral; an adapter (package consume/natsjs for NATS
-// JetStream) turns the broker's delivery into a [Delivery] and the
+// JetStream, consume/river for River jobs) turns the broker's delivery into a [Delivery] and the
 // [Verdict] back into the broker's acknowledgement.
 //
 // # One delivery, one decision
@@ -68,7 +68,8 @@
 // rows in the PostgreSQL database of a pgstore store, a transaction that
 // commits them with the stored result: [HandleWith] takes a [Runner] that
 // runs the handler through pgtx.Do (consume/natsjs/natstx does it for NATS
-// JetStream).
+// JetStream; consume/river's NewTxWorker does it for River jobs, with
+// pgtx.Join and River's JobCompleteTx in one transaction).
 //
 // A result is replayed until its TTL ends (the runtime's, or idem.WithTTL
 // in Options.CallOptions; 24h by default): a duplicate delivered after that
