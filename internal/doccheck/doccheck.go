@@ -214,6 +214,12 @@ func (c *Checker) Check(b Block, env Env) []error {
 	}
 	var body strings.Builder
 	for _, p := range env.Before {
+		// An earlier block of declarations (a type and its methods) goes to
+		// package level; one of statements goes before b in its function.
+		if _, err := c.parse("package doc\n" + code(p)); err == nil {
+			src.WriteString(code(p))
+			continue
+		}
 		body.WriteString(code(p))
 	}
 	body.WriteString(code(b))

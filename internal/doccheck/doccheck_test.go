@@ -25,6 +25,7 @@ var fileEnv = map[string]Env{
 			"github.com/idemrt/idem", "github.com/idemrt/idem/consume",
 			"github.com/idemrt/idem/consume/natsjs", "github.com/idemrt/idem/consume/natsjs/natstx",
 			"github.com/idemrt/idem/pgtx", "github.com/idemrt/idem/store",
+			"idemriver github.com/idemrt/idem/consume/river", "github.com/riverqueue/river",
 			"github.com/idemrt/idem/store/pgstore",
 			"github.com/jackc/pgx/v5", "github.com/jackc/pgx/v5/pgxpool",
 			"github.com/nats-io/nats.go/jetstream",
@@ -139,6 +140,8 @@ func handle(context.Context, *consume.Consumer, *sqs.Client, types.Message) {}`}
 	{file: "docs/consumers.md", has: "func handle(ctx context.Context, c *consume.Consumer, client *sqs.Client",
 		decls: `var queueURL, deadURL string
 func charge(context.Context, string) error { return nil }`},
+	{file: "docs/consumers.md", has: "idemriver.NewTxWorker(ctx, workPool",
+		decls: `var workers *river.Workers`, before: []string{"func (ChargeArgs) Kind() string"}},
 	{file: "docs/flows.md", has: "flows.Reduce(\"refund\"", before: []string{"type Checkout struct"}},
 	{file: "docs/http.md", has: "http.StatusNotFound || httpidem.DefaultStoreStatus", fields: "httpidem.Options"},
 	{file: "docs/http.md", has: "http.StatusUnprocessableEntity || httpidem.DefaultStoreStatus", fields: "httpidem.Options"},
