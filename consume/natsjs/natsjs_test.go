@@ -14,6 +14,7 @@ import (
 	"github.com/idemrt/idem/consume"
 	"github.com/idemrt/idem/consume/natsjs"
 	"github.com/idemrt/idem/internal/idemtest"
+	"github.com/idemrt/idem/internal/natstest"
 )
 
 // record is a handler whose effect is a count in l.
@@ -133,8 +134,11 @@ func TestSlowHandlerIsKeptInProgress(t *testing.T) {
 }
 
 func TestPermanentErrorTerminatesAndTheDuplicateToo(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t, setup{dupWindow: 200 * time.Millisecond, ackWait: 300 * time.Millisecond})
+	onEachServer(t, testPermanentErrorTerminatesAndTheDuplicateToo)
+}
+
+func testPermanentErrorTerminatesAndTheDuplicateToo(t *testing.T, server natstest.Kind) {
+	e := newEnv(t, setup{dupWindow: 200 * time.Millisecond, ackWait: 300 * time.Millisecond, server: server})
 	l := newLedger()
 	a := e.adapter(t, idem.Options{}, consume.Options{}, natsjs.Options{OnVerdict: l.onVerdict})
 	declined := errors.New("card declined")
@@ -168,8 +172,11 @@ func TestPermanentErrorTerminatesAndTheDuplicateToo(t *testing.T) {
 }
 
 func TestTransientErrorIsRedeliveredAfterADelay(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t, setup{})
+	onEachServer(t, testTransientErrorIsRedeliveredAfterADelay)
+}
+
+func testTransientErrorIsRedeliveredAfterADelay(t *testing.T, server natstest.Kind) {
+	e := newEnv(t, setup{server: server})
 	l := newLedger()
 	a := e.adapter(t, idem.Options{}, consume.Options{MinDelay: 100 * time.Millisecond}, natsjs.Options{OnVerdict: l.onVerdict})
 	var mu sync.Mutex
@@ -201,8 +208,11 @@ func TestTransientErrorIsRedeliveredAfterADelay(t *testing.T) {
 }
 
 func TestMessageWithoutKeyIsTerminatedUnrun(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t, setup{})
+	onEachServer(t, testMessageWithoutKeyIsTerminatedUnrun)
+}
+
+func testMessageWithoutKeyIsTerminatedUnrun(t *testing.T, server natstest.Kind) {
+	e := newEnv(t, setup{server: server})
 	l := newLedger()
 	a := e.adapter(t, idem.Options{}, consume.Options{}, natsjs.Options{OnVerdict: l.onVerdict})
 	e.consume(t, a.Handler(context.Background(), record(l)))

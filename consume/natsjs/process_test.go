@@ -37,7 +37,7 @@ func startFleet(t *testing.T, e *env, n int, block string) *fleet {
 	t.Cleanup(func() { f.rc.Close() })
 	for i := range n {
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), envChild+"="+strconv.Itoa(i), envURL+"="+e.srv.URL,
+		cmd.Env = append(os.Environ(), envChild+"="+strconv.Itoa(i), envURL+"="+e.srv.ClientURL(),
 			envRedis+"="+srv.Addr, envPrefix+"="+f.prefix, envBlock+"="+block)
 		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 		if err := cmd.Start(); err != nil {

@@ -8,15 +8,20 @@ import (
 	"github.com/idemrt/idem"
 	"github.com/idemrt/idem/consume"
 	"github.com/idemrt/idem/consume/natsjs"
+	"github.com/idemrt/idem/internal/natstest"
 )
 
 // The server restarts while messages are being handled: the consumer
 // reconnects and goes on; acknowledgements lost in the restart make the
 // server redeliver, and the redeliveries replay. Each message's effect
 // happens once, and none that was published is lost.
-func TestServerRestartMidRun(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t, setup{})
+//
+// The embedded server shuts down cleanly; the installed one is killed
+// (SIGKILL) and started again on its store, as after a crash.
+func TestServerRestartMidRun(t *testing.T) { onEachServer(t, testServerRestartMidRun) }
+
+func testServerRestartMidRun(t *testing.T, server natstest.Kind) {
+	e := newEnv(t, setup{server: server})
 	l := newLedger()
 	a := e.adapter(t, idem.Options{}, consume.Options{}, natsjs.Options{OnVerdict: l.onVerdict})
 	e.consume(t, a.Handler(context.Background(), func(_ context.Context, m *natsjs.Message) error {

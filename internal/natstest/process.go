@@ -43,12 +43,17 @@ type Process struct {
 // Binary is the name of the server binary StartProcess runs.
 const Binary = "nats-server"
 
-// StartProcess starts nats-server from PATH with JetStream on a free
-// loopback port. A missing binary fails the test (it never skips), saying
+// StartProcess starts nats-server from PATH (or /usr/sbin) with JetStream
+// on a free loopback port. A missing binary fails the test (it never skips), saying
 // how to install it.
 func StartProcess(t testing.TB) *Process {
 	t.Helper()
 	bin, err := exec.LookPath(Binary)
+	if err != nil {
+		// Debian's package puts it in /usr/sbin, which a user's PATH
+		// may lack.
+		bin, err = exec.LookPath(filepath.Join("/usr/sbin", Binary))
+	}
 	if err != nil {
 		t.Fatal("natstest: nats-server is not on PATH. Install it (Debian/Ubuntu: " +
 			"sudo apt-get install -y nats-server) or run `make test`, which installs it when it can.")
