@@ -2,6 +2,8 @@ package natsjs_test
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,7 +16,9 @@ import (
 // The server restarts while messages are being handled: the consumer
 // reconnects and goes on; acknowledgements lost in the restart make the
 // server redeliver, and the redeliveries replay. Each message's effect
-// happens once, and none that was published is lost.
+// happens once, and none that was published is lost. One message in five
+// fails permanently: it is terminated (again, as a replay, if the
+// restart lost the Term) and the consumer drains.
 //
 // The embedded server shuts down cleanly; the installed one is killed
 // (SIGKILL) and started again on its store, as after a crash.
@@ -27,6 +31,9 @@ func testServerRestartMidRun(t *testing.T, server natstest.Kind) {
 	e.consume(t, a.Handler(context.Background(), func(_ context.Context, m *natsjs.Message) error {
 		time.Sleep(10 * time.Millisecond)
 		l.effect(m.Key)
+		if declined(m.Key) {
+			return idem.Permanent(errors.New("declined"))
+		}
 		return nil
 	}))
 	before, after := keys("a", 40), keys("b", 20)
@@ -43,4 +50,16 @@ func testServerRestartMidRun(t *testing.T, server natstest.Kind) {
 	}
 	e.settled(t)
 	l.exactlyOnce(t, append(before, after...))
+	for _, id := range append(before, after...) {
+		for _, v := range l.verdictsOf(id) {
+			if declined(id) != strings.HasPrefix(v, "term/") {
+				t.Errorf("%s: verdicts %v", id, l.verdictsOf(id))
+				break
+			}
+		}
+	}
 }
+
+// declined reports whether the restart test's handler fails key
+// permanently: one key in five.
+func declined(key string) bool { return strings.HasSuffix(key, "0") || strings.HasSuffix(key, "5") }
