@@ -81,18 +81,18 @@ type Options struct {
 	Fingerprint bool
 
 	// Conn is the connection the consumer's messages arrive on (a
-	// *nats.Conn: jetstream.JetStream's Conn()). Before
-	// each termination the adapter reads the version of the server it
-	// is connected to: a server from 2.10.4 on gets the reason with the
-	// Term (TermWithReason), for its advisory; an older one a plain Term,
-	// as it ignores a Term with a reason (the message would come back
-	// after every AckWait). While the client reconnects the version is
-	// unknown, and the Term is plain. In a cluster the Term is handled by
-	// the consumer's leader, which may not be the server the client is
+	// *nats.Conn: jetstream.JetStream's Conn()). Before each termination
+	// the adapter reads the version of the server it is connected to: a
+	// server from 2.10.4 on gets the reason with the Term
+	// (TermWithReason), for its advisory; an older one a plain Term, as it
+	// ignores a Term with a reason (the message would come back after
+	// every AckWait). While the client reconnects the version is unknown,
+	// and the Term is plain. In a cluster the Term is handled by the
+	// consumer's leader, which may not be the server the client is
 	// connected to: while a cluster with a server older than 2.10.4 is
 	// upgraded, leave Conn nil.
-	// Default: nil: every termination is a plain Term, which every
-	// server honours; the advisory then carries no reason.
+	// Default: nil: every termination is a plain Term, which every server
+	// honours; the advisory then carries no reason.
 	Conn ServerConn
 
 	// Run, if set, makes each message's handler call in place of idem.Do

@@ -21,8 +21,8 @@ var semver = regexp.MustCompile(`^v?(\d+)\.(\d+)\.(\d+)`)
 
 // TermReasonHonoured reports whether a NATS server of version v (as
 // nats.Conn.ConnectedServerVersion reports it: "2.10.4", "2.11.0-RC.1")
-// honours a Term with a reason: 2.10.4 and later do. An empty or
-// unreadable version does not.
+// honours a Term with a reason: 2.10.4 and later do, not a pre-release of
+// 2.10.4. An empty or unreadable version does not.
 func TermReasonHonoured(v string) bool {
 	m := semver.FindStringSubmatch(v)
 	if m == nil {
@@ -41,8 +41,12 @@ func TermReasonHonoured(v string) bool {
 		return n[0] > reasonMajor
 	case n[1] != reasonMinor:
 		return n[1] > reasonMinor
+	case n[2] == reasonPatch:
+		// A pre-release of 2.10.4 ("2.10.4-RC.1") may predate the
+		// change: a plain Term is safe on it.
+		return len(v) == len(m[0]) || v[len(m[0])] != '-'
 	}
-	return n[2] >= reasonPatch
+	return n[2] > reasonPatch
 }
 
 // ServerConn is what an adapter needs of a NATS connection: the version of

@@ -29,7 +29,7 @@ func TestTermReasonHonoured(t *testing.T) {
 	for v, want := range map[string]bool{
 		"2.9.10": false, "2.9.25": false, "2.10.0": false, "2.10.3": false, "2.10.4": true,
 		"2.10.29": true, "2.11.0-RC.1": true, "2.15.3": true, "3.0.0": true, "v2.10.4": true,
-		"1.99.99": false, "": false, "2.x": false, "unknown": false,
+		"1.99.99": false, "2.10.4-RC.1": false, "2.10.5-RC.1": true, "2.10.4+build": true, "": false, "2.x": false, "unknown": false,
 	} {
 		if got := natsjs.TermReasonHonoured(v); got != want {
 			t.Errorf("TermReasonHonoured(%q) = %v, want %v", v, got, want)
