@@ -27,6 +27,9 @@ func fakeAdapter(t *testing.T, o natsjs.Options) (*natsjs.Adapter, *idem.Runtime
 		t.Fatal(err)
 	}
 	o.Consumer = c
+	if o.Conn == nil {
+		o.Conn = serverVersion("2.15.3") // one that honours a Term's reason
+	}
 	if o.AckWait == 0 {
 		o.AckWait = time.Second
 	}

@@ -90,7 +90,7 @@ func runChild(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	a, err := natsjs.ForConsumer(cons, natsjs.Options{Consumer: c,
+	a, err := natsjs.ForConsumer(cons, natsjs.Options{Consumer: c, Conn: nc,
 		Key: func(m jetstream.Msg) string { return m.Headers().Get(keyHeader) }})
 	if err != nil {
 		return err

@@ -26,8 +26,13 @@
 //     the verdict's delay (NakWithDelay); when the context ends (the consumer
 //     is shutting down) or the runtime is closed, naks it with the backoff
 //     (MinDelay for a first delivery), for another consumer, never at once;
-//   - on a permanent error terminates it (TermWithReason): the server never
-//     redelivers it, and a duplicate of it is terminated too. JetStream
+//   - on a permanent error terminates it: the server never redelivers it,
+//     and a duplicate of it is terminated too. The Term carries the error
+//     as its reason (TermWithReason) only when Options.Conn shows a server
+//     that honours it, 2.10.4 or later; older servers ignore such a Term
+//     (the message would come back after every AckWait), and get a plain
+//     Term. Every server from 2.9 is supported (see docs/consumers.md,
+//     "JetStream server versions"). JetStream
 //     keeps no dead-letter queue: a Term only publishes an advisory on
 //     $JS.EVENT.ADVISORY.CONSUMER.MSG_TERMINATED.<stream>.<consumer>, with
 //     the stream sequence and the reason. To keep terminated messages,

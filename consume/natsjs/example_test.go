@@ -72,6 +72,7 @@ func ExampleForConsumer() {
 	verdicts := make(chan consume.Verdict)
 	a, err := natsjs.ForConsumer(x.cons, natsjs.Options{
 		Consumer:  x.c,
+		Conn:      x.js.Conn(), // how a Term is sent depends on the server's version
 		Key:       func(m jetstream.Msg) string { return m.Headers().Get("Order-Id") },
 		OnVerdict: func(_ *natsjs.Message, v consume.Verdict, _ error) { verdicts <- v },
 	})

@@ -27,7 +27,7 @@ const (
 // env is a server with a stream S (subjects s.>) and a durable pull
 // consumer c on it.
 type env struct {
-	srv  *natstest.Server
+	srv  natstest.Broker
 	nc   *nats.Conn
 	js   jetstream.JetStream
 	cons jetstream.Consumer
@@ -36,6 +36,7 @@ type env struct {
 type setup struct {
 	dupWindow time.Duration // the stream's duplicate window (default: the server's)
 	ackWait   time.Duration // default 500ms
+	server    natstest.Kind // default natstest.Embedded
 }
 
 func newEnv(t *testing.T, s setup) *env {
@@ -43,7 +44,10 @@ func newEnv(t *testing.T, s setup) *env {
 	if s.ackWait == 0 {
 		s.ackWait = 500 * time.Millisecond
 	}
-	e := &env{srv: natstest.Start(t)}
+	if s.server == "" {
+		s.server = natstest.Embedded
+	}
+	e := &env{srv: natstest.StartKind(t, s.server)}
 	e.nc = e.srv.Connect(t)
 	js, err := jetstream.New(e.nc)
 	if err != nil {
@@ -61,6 +65,19 @@ func newEnv(t *testing.T, s setup) *env {
 		t.Fatal(err)
 	}
 	return e
+}
+
+// onEachServer runs test as a parallel subtest on each kind of server
+// (natstest.Kinds): the module's embedded server and the nats-server
+// binary on PATH (2.9.10 on Debian 12).
+func onEachServer(t *testing.T, test func(t *testing.T, server natstest.Kind)) {
+	t.Helper()
+	for _, k := range natstest.Kinds {
+		t.Run(string(k), func(t *testing.T) {
+			t.Parallel()
+			test(t, k)
+		})
+	}
 }
 
 func testCtx(t testing.TB) context.Context {
@@ -122,6 +139,9 @@ func (e *env) adapter(t *testing.T, rtOpts idem.Options, co consume.Options, o n
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	if o.Conn == nil {
+		o.Conn = e.nc
+	}
 	a, err := natsjs.ForConsumer(e.cons, o)
 	if err != nil {
 		t.Fatal(err)
@@ -156,12 +176,13 @@ func (e *env) info(t testing.TB) *jetstream.ConsumerInfo {
 	return ci
 }
 
-// settled waits until e's consumer has nothing pending or unacknowledged.
+// settled waits until e's consumer has drained: nothing pending, nothing
+// unacknowledged, and its ack floor at the last message delivered.
 func (e *env) settled(t *testing.T) {
 	t.Helper()
 	idemtest.Eventually(t, "every message answered", func() bool {
 		ci, err := e.cons.Info(testCtx(t))
-		return err == nil && ci.NumPending == 0 && ci.NumAckPending == 0
+		return err == nil && ci.NumPending == 0 && ci.NumAckPending == 0 && ci.AckFloor.Stream == ci.Delivered.Stream
 	})
 }
 

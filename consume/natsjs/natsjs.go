@@ -80,6 +80,21 @@ type Options struct {
 	// Default: false.
 	Fingerprint bool
 
+	// Conn is the connection the consumer's messages arrive on (a
+	// *nats.Conn: jetstream.JetStream's Conn()). Before each termination
+	// the adapter reads the version of the server it is connected to: a
+	// server from 2.10.4 on gets the reason with the Term
+	// (TermWithReason), for its advisory; an older one a plain Term, as it
+	// ignores a Term with a reason (the message would come back after
+	// every AckWait). While the client reconnects the version is unknown,
+	// and the Term is plain. In a cluster the Term is handled by the
+	// consumer's leader, which may not be the server the client is
+	// connected to: while a cluster with a server older than 2.10.4 is
+	// upgraded, leave Conn nil.
+	// Default: nil: every termination is a plain Term, which every server
+	// honours; the advisory then carries no reason.
+	Conn ServerConn
+
 	// Run, if set, makes each message's handler call in place of idem.Do
 	// (see consume.Runner): the hook for running a handler's work in a
 	// form this package knows nothing of. Package natstx sets it to run

@@ -14,6 +14,7 @@ import (
 	"github.com/idemrt/idem/consume"
 	"github.com/idemrt/idem/consume/natsjs"
 	"github.com/idemrt/idem/internal/idemtest"
+	"github.com/idemrt/idem/internal/natstest"
 )
 
 // record is a handler whose effect is a count in l.
@@ -100,9 +101,10 @@ func TestRedeliveryAfterALostAckReplays(t *testing.T) {
 // default Progress: a third of the AckWait ForConsumer read from the
 // consumer (an adapter that missed it would report every 10s, too late).
 // The margin, AckWait less Progress, is 2s, for a loaded machine.
-func TestSlowHandlerIsKeptInProgress(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t, setup{ackWait: 3 * time.Second})
+func TestSlowHandlerIsKeptInProgress(t *testing.T) { onEachServer(t, testSlowHandlerIsKeptInProgress) }
+
+func testSlowHandlerIsKeptInProgress(t *testing.T, server natstest.Kind) {
+	e := newEnv(t, setup{ackWait: 3 * time.Second, server: server})
 	l := newLedger()
 	a := e.adapter(t, idem.Options{}, consume.Options{}, natsjs.Options{OnVerdict: l.onVerdict})
 	var mu sync.Mutex
@@ -133,8 +135,11 @@ func TestSlowHandlerIsKeptInProgress(t *testing.T) {
 }
 
 func TestPermanentErrorTerminatesAndTheDuplicateToo(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t, setup{dupWindow: 200 * time.Millisecond, ackWait: 300 * time.Millisecond})
+	onEachServer(t, testPermanentErrorTerminatesAndTheDuplicateToo)
+}
+
+func testPermanentErrorTerminatesAndTheDuplicateToo(t *testing.T, server natstest.Kind) {
+	e := newEnv(t, setup{dupWindow: 200 * time.Millisecond, ackWait: 300 * time.Millisecond, server: server})
 	l := newLedger()
 	a := e.adapter(t, idem.Options{}, consume.Options{}, natsjs.Options{OnVerdict: l.onVerdict})
 	declined := errors.New("card declined")
@@ -168,8 +173,11 @@ func TestPermanentErrorTerminatesAndTheDuplicateToo(t *testing.T) {
 }
 
 func TestTransientErrorIsRedeliveredAfterADelay(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t, setup{})
+	onEachServer(t, testTransientErrorIsRedeliveredAfterADelay)
+}
+
+func testTransientErrorIsRedeliveredAfterADelay(t *testing.T, server natstest.Kind) {
+	e := newEnv(t, setup{server: server})
 	l := newLedger()
 	a := e.adapter(t, idem.Options{}, consume.Options{MinDelay: 100 * time.Millisecond}, natsjs.Options{OnVerdict: l.onVerdict})
 	var mu sync.Mutex
@@ -201,8 +209,11 @@ func TestTransientErrorIsRedeliveredAfterADelay(t *testing.T) {
 }
 
 func TestMessageWithoutKeyIsTerminatedUnrun(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t, setup{})
+	onEachServer(t, testMessageWithoutKeyIsTerminatedUnrun)
+}
+
+func testMessageWithoutKeyIsTerminatedUnrun(t *testing.T, server natstest.Kind) {
+	e := newEnv(t, setup{server: server})
 	l := newLedger()
 	a := e.adapter(t, idem.Options{}, consume.Options{}, natsjs.Options{OnVerdict: l.onVerdict})
 	e.consume(t, a.Handler(context.Background(), record(l)))
@@ -212,4 +223,40 @@ func TestMessageWithoutKeyIsTerminatedUnrun(t *testing.T) {
 	}
 	e.settled(t)
 	l.exactlyOnce(t, nil)
+}
+
+// A DoubleAck is confirmed by the server, on every server.
+func TestDoubleAckIsConfirmed(t *testing.T) { onEachServer(t, testDoubleAckIsConfirmed) }
+
+func testDoubleAckIsConfirmed(t *testing.T, server natstest.Kind) {
+	e := newEnv(t, setup{server: server})
+	l := newLedger()
+	var mu sync.Mutex
+	var ackErrs []error
+	a := e.adapter(t, idem.Options{}, consume.Options{}, natsjs.Options{DoubleAck: true,
+		OnVerdict: func(m *natsjs.Message, v consume.Verdict, ackErr error) {
+			mu.Lock()
+			ackErrs = append(ackErrs, ackErr)
+			mu.Unlock()
+			l.onVerdict(m, v, ackErr)
+		}})
+	e.consume(t, a.Handler(context.Background(), record(l)))
+	ids := keys("m", 3)
+	for _, id := range ids {
+		e.publish(t, id)
+	}
+	for _, id := range ids {
+		if got := l.waitVerdicts(t, id, 1); !slices.Equal(got, []string{"ack/executed@1"}) {
+			t.Errorf("%s: verdicts %v", id, got)
+		}
+	}
+	e.settled(t)
+	mu.Lock()
+	defer mu.Unlock()
+	for i, err := range ackErrs {
+		if err != nil {
+			t.Errorf("DoubleAck %d: %v", i, err)
+		}
+	}
+	l.exactlyOnce(t, ids)
 }

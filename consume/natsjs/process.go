@@ -147,7 +147,7 @@ func (a *Adapter) answer(msg jetstream.Msg, v consume.Verdict) error {
 		// runtime would spin on it.
 		return msg.NakWithDelay(v.Delay)
 	case consume.Term:
-		return msg.TermWithReason(termReason(v.Err))
+		return terminate(a.o.Conn, msg, termReason(v.Err))
 	}
 	return errors.New("natsjs: no decision") // not reached: Handle always decides
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/idemrt/idem/internal/idemtest"
+	"github.com/idemrt/idem/internal/natstest"
 	"github.com/idemrt/idem/internal/redistest"
 )
 
@@ -37,7 +38,7 @@ func startFleet(t *testing.T, e *env, n int, block string) *fleet {
 	t.Cleanup(func() { f.rc.Close() })
 	for i := range n {
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), envChild+"="+strconv.Itoa(i), envURL+"="+e.srv.URL,
+		cmd.Env = append(os.Environ(), envChild+"="+strconv.Itoa(i), envURL+"="+e.srv.ClientURL(),
 			envRedis+"="+srv.Addr, envPrefix+"="+f.prefix, envBlock+"="+block)
 		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 		if err := cmd.Start(); err != nil {
@@ -100,8 +101,11 @@ func (f *fleet) runs(t *testing.T, key string) []string {
 // Three consumer processes on one Redis take each message published three
 // times: every copy is answered, every effect happens once.
 func TestProcessesWithRedisRunEachMessageOnce(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t, setup{ackWait: childAckWait})
+	onEachServer(t, testProcessesWithRedisRunEachMessageOnce)
+}
+
+func testProcessesWithRedisRunEachMessageOnce(t *testing.T, server natstest.Kind) {
+	e := newEnv(t, setup{ackWait: childAckWait, server: server})
 	f := startFleet(t, e, 3, "")
 	ids := keys("m", 40)
 	for round := range 3 {
@@ -134,9 +138,10 @@ func TestProcessesWithRedisRunEachMessageOnce(t *testing.T) {
 // then runs the message again. That message's effect happens twice (the
 // killed run's and the retry's, as nothing recorded the first); every
 // other message's once.
-func TestProcessKilledMidHandler(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t, setup{ackWait: childAckWait})
+func TestProcessKilledMidHandler(t *testing.T) { onEachServer(t, testProcessKilledMidHandler) }
+
+func testProcessKilledMidHandler(t *testing.T, server natstest.Kind) {
+	e := newEnv(t, setup{ackWait: childAckWait, server: server})
 	f := startFleet(t, e, 3, "victim")
 	ids := keys("m", 30)
 	f.publishKeyed(t, "victim", 2)

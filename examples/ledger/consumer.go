@@ -56,6 +56,7 @@ func runConsumer(ctx context.Context) error {
 	}
 	a, err := natstx.ForConsumer(ctx, cons, s.work, natsjs.Options{
 		Consumer:  c,
+		Conn:      nc,
 		OnVerdict: tell,
 		Logger:    quiet,
 	})

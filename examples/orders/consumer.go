@@ -93,6 +93,7 @@ func consumeOrders(ctx context.Context, id string) error {
 	b := &biller{id: id, rc: rc}
 	a, err := natsjs.ForConsumer(cons, natsjs.Options{
 		Consumer:  c,
+		Conn:      nc, // a Term carries its reason only to a server that honours it (2.10.4+)
 		Key:       func(m jetstream.Msg) string { return m.Headers().Get(orderHeader) },
 		OnVerdict: b.tally,
 		Logger:    slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),

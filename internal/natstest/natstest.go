@@ -1,9 +1,12 @@
-// Package natstest starts NATS servers with JetStream inside the test
-// process, on a free loopback port and a store directory of the test's own,
-// for the tests of the NATS adapters. It never connects to a server already
-// running on the machine. A server can be shut down and started again on
-// the same port and store directory (a restart), and is shut down at the
-// end of the test.
+// Package natstest starts NATS servers with JetStream for the tests of the
+// NATS adapters, on a free loopback port and a store directory of the
+// test's own: inside the test process ([Start]), or as a process of the
+// nats-server binary on PATH ([StartProcess]), so that the adapters are
+// tested on the server the machine's package provides too. It never
+// connects to a server already running on the machine. A server can be
+// stopped and started again on the same port and store directory (a
+// restart; the process with SIGKILL), and is stopped at the end of the
+// test.
 package natstest
 
 import (
@@ -145,15 +148,11 @@ func portFree(addr string) error {
 // without limit (across restarts), closed at the end of the test.
 func (s *Server) Connect(t testing.TB, opts ...nats.Option) *nats.Conn {
 	t.Helper()
-	opts = append([]nats.Option{
-		nats.MaxReconnects(-1),
-		nats.ReconnectWait(50 * time.Millisecond),
-		nats.RetryOnFailedConnect(false),
-	}, opts...)
-	nc, err := nats.Connect(s.URL, opts...)
-	if err != nil {
-		t.Fatalf("natstest: connect to %s: %v", s.URL, err)
-	}
-	t.Cleanup(nc.Close)
-	return nc
+	return connect(t, s.URL, opts)
 }
+
+// ClientURL returns the server's client URL.
+func (s *Server) ClientURL() string { return s.URL }
+
+// ServerVersion returns the embedded server's version.
+func (s *Server) ServerVersion() string { return server.VERSION }

@@ -17,8 +17,19 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
+// A restart, clean (embedded) or a SIGKILL (installed), keeps the port and
+// the stream's acknowledged messages.
 func TestRestartKeepsStreams(t *testing.T) {
-	srv := natstest.Start(t)
+	for _, k := range natstest.Kinds {
+		t.Run(string(k), func(t *testing.T) { testRestartKeepsStreams(t, natstest.StartKind(t, k)) })
+	}
+}
+
+func testRestartKeepsStreams(t *testing.T, srv natstest.Broker) {
+	if srv.ServerVersion() == "" {
+		t.Fatal("no server version")
+	}
+	t.Logf("server %s", srv.ServerVersion())
 	nc := srv.Connect(t)
 	js, err := jetstream.New(nc)
 	if err != nil {
@@ -32,10 +43,10 @@ func TestRestartKeepsStreams(t *testing.T) {
 	if _, err := js.Publish(ctx, "s.1", []byte("x")); err != nil {
 		t.Fatal(err)
 	}
-	url := srv.URL
+	url := srv.ClientURL()
 	srv.Restart()
-	if srv.URL != url {
-		t.Fatalf("URL %s after restart, was %s", srv.URL, url)
+	if srv.ClientURL() != url {
+		t.Fatalf("URL %s after restart, was %s", srv.ClientURL(), url)
 	}
 	// A request sent while the client reconnects can go unanswered: each
 	// try gets a second of its own.
