@@ -28,7 +28,7 @@ var fileEnv = map[string]Env{
 			"idemriver github.com/idemrt/idem/consume/river", "github.com/riverqueue/river",
 			"github.com/idemrt/idem/store/pgstore",
 			"github.com/jackc/pgx/v5", "github.com/jackc/pgx/v5/pgxpool",
-			"github.com/nats-io/nats.go/jetstream",
+			"github.com/nats-io/nats.go", "github.com/nats-io/nats.go/jetstream",
 			"github.com/twmb/franz-go/pkg/kgo",
 			"github.com/aws/aws-sdk-go-v2/aws", "github.com/aws/aws-sdk-go-v2/config",
 			"github.com/aws/aws-sdk-go-v2/service/sqs", "github.com/aws/aws-sdk-go-v2/service/sqs/types",
@@ -41,6 +41,7 @@ var (
 	redisStore          store.Store
 	storePool, workPool *pgxpool.Pool
 	cons                jetstream.Consumer
+	nc                  *nats.Conn
 	cents               int64
 	account             string
 )`,
