@@ -97,6 +97,11 @@ type Options struct {
 	// other keys): the owner and every waiter get a permanent
 	// *CodecError wrapping ErrResultTooLarge, which is stored in its place,
 	// since the function ran and its effect must not run again.
+	// With a store that states its size limit (store.SizeLimited: the
+	// Redis store reads its server's proto-max-bulk-len), the runtime
+	// lowers it to that limit less store.RecordOverhead. A result the
+	// store refuses for its size anyway (store.ErrTooLarge) gets the same
+	// stored error: it is never retried, and its key is never released.
 	// Default: 64 MiB (a default Redis takes up to 512 MB).
 	MaxResultBytes int
 
@@ -285,6 +290,20 @@ type callOptions struct {
 	noRenew            bool
 	completer          ownerhook.Completer // the owner stores its result with it (package pgtx)
 	err                error
+}
+
+// CheckCallOptions returns the error Do fails with when one of opts is
+// invalid (a duration out of range, FailFast with a settle time), nil
+// otherwise, without running anything: a front end that takes call
+// options for later calls refuses them when it is made.
+func CheckCallOptions(opts ...CallOption) error {
+	var c callOptions
+	for _, o := range opts {
+		if o != nil {
+			o(&c)
+		}
+	}
+	return c.err
 }
 
 func (c *callOptions) setErr(err error) {

@@ -147,7 +147,7 @@ func (o *owner[T]) fill(f *actors.Finish, v T, err error) {
 				enc.release()
 				o.enc = nil
 			}
-			encErr = fmt.Errorf("%w: %d bytes encoded, over the %d-byte limit (Options.MaxResultBytes)", ErrResultTooLarge, len(data), most)
+			encErr = fmt.Errorf("%w: %d bytes encoded, over the %d-byte limit (%s)", ErrResultTooLarge, len(data), most, o.rt.resultLimit)
 		}
 		if encErr != nil {
 			// Kept as the permanent error it is, as every other process
@@ -184,6 +184,19 @@ func (o *owner[T]) copiedByStore() bool { return o.rt.ownerCompletes && o.comple
 func (o *owner[T]) completeHere(f *actors.Finish) {
 	req := o.req
 	rec, err := o.rt.store.Complete(context.Background(), req.Key, o.claim.token, f.Record, req.TTL)
+	if errors.Is(err, store.ErrTooLarge) {
+		// The function ran: store the small permanent error in the
+		// result's place, as the shard does for a batched Complete (see
+		// Runtime.oversized), rather than release the key for a rerun.
+		if o.enc != nil {
+			o.enc.release()
+			o.enc = nil
+		}
+		var perm error
+		f.Record, perm = o.rt.oversized(req.Key, f.Record, err)
+		f.Kind, f.Err, f.Value, f.OwnCodec = actors.Permanent, perm, nil, false
+		rec, err = o.rt.store.Complete(context.Background(), req.Key, o.claim.token, f.Record, req.TTL)
+	}
 	f.Stored, f.StoreErr = true, err
 	if o.enc != nil {
 		// The store kept a copy; the shard may retry a refused Complete
@@ -220,4 +233,17 @@ func (o *owner[T]) completeHere(f *actors.Finish) {
 
 func failedRecord(err error, fp []byte) store.Record {
 	return store.Record{Failed: true, Error: storedError(err), Fingerprint: fp}
+}
+
+// oversized is the small permanent record stored in place of a result the
+// store refused for its size (store.ErrTooLarge), and the error its
+// callers get: a *CodecError wrapping ErrResultTooLarge, as for a result
+// over MaxResultBytes, so every instance replays the same error.
+func (rt *Runtime) oversized(key string, refused store.Record, err error) (store.Record, error) {
+	size := len(refused.Value)
+	if refused.Failed {
+		size = len(refused.Error)
+	}
+	codecErr := &CodecError{Key: key, Op: "encode", Err: fmt.Errorf("%w: the store refused its %d bytes (store.ErrTooLarge)", ErrResultTooLarge, size)}
+	return failedRecord(codecErr, refused.Fingerprint), Permanent(codecErr)
 }

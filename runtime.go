@@ -27,7 +27,9 @@ type Runtime struct {
 	// ownerCompletes: owners complete their key in the store themselves
 	// (store.OwnerCompleter).
 	ownerCompletes bool
-	defaults       callOptions
+	// resultLimit names what set opts.MaxResultBytes, for its error.
+	resultLimit string
+	defaults    callOptions
 
 	observing       bool // an Observer or a tracer is set
 	tracer          trace.Tracer
@@ -52,6 +54,16 @@ func New(opts Options) (*Runtime, error) {
 	}
 	rt.store = o.Store
 	_, rt.ownerCompletes = o.Store.(store.OwnerCompleter)
+	rt.resultLimit = "Options.MaxResultBytes"
+	if sl, ok := o.Store.(store.SizeLimited); ok {
+		// Keep results below what the store's server takes: one over it
+		// would be refused, or worse, break a connection other keys share.
+		if most := max(1, sl.MaxRecordBytes()-store.RecordOverhead); most < o.MaxResultBytes {
+			o.MaxResultBytes = most
+			rt.opts.MaxResultBytes = most
+			rt.resultLimit = fmt.Sprintf("the store's %d-byte records, less %d for its overhead", sl.MaxRecordBytes(), store.RecordOverhead)
+		}
+	}
 	warnTimeoutFloor(o)
 	perShard := 0
 	if !o.DisableCache {
@@ -70,6 +82,7 @@ func New(opts Options) (*Runtime, error) {
 		CacheBytes:   max(1, o.CacheBytes/int64(o.Shards)),
 		MaxPending:   o.MaxPending,
 		MaxWaiters:   o.MaxWaitersPerKey,
+		Oversized:    rt.oversized,
 		MaxBatch:     o.MaxBatch,
 		StoreTimeout: o.StoreTimeout,
 		PollInterval: o.PollInterval,

@@ -31,7 +31,14 @@ type Config struct {
 	MaxPending int // per shard; 0: no limit
 	// MaxWaiters bounds the callers parked on one key; more get
 	// FailOverloaded. 0: none but MaxPending.
-	MaxWaiters   int
+	MaxWaiters int
+	// Oversized, when set, turns a result the store refused for its size
+	// (store.ErrTooLarge) into the small permanent record stored in its
+	// place, and the error its callers get: the function ran, so its key
+	// must not be released for another run. It gets the key, the refused
+	// record and the store's error. Without it, such a refusal is final
+	// for the callers and the key is released, as for any refusal.
+	Oversized    func(key string, refused store.Record, err error) (store.Record, error)
 	MaxBatch     int // most operations in one store batch; 0: no limit
 	StoreTimeout time.Duration
 	// PollInterval is the longest wait between two re-claims of a key held
@@ -138,7 +145,7 @@ func newShard(cfg *Config) *shard {
 		entries: make(map[string]*keyState),
 		drained: make(chan struct{}),
 	}
-	s.stepCfg = stepConfig{pollMost: cfg.PollInterval, waker: cfg.wakerID != "", maxWaiters: cfg.MaxWaiters}
+	s.stepCfg = stepConfig{pollMost: cfg.PollInterval, waker: cfg.wakerID != "", maxWaiters: cfg.MaxWaiters, oversized: cfg.Oversized}
 	s.partitioner, _ = cfg.Store.(store.Partitioner)
 	s.gate.SetLimit(cfg.MaxPending)
 	if cfg.CacheEntries > 0 {

@@ -74,6 +74,9 @@ type keyState struct {
 	// retryArmed: the Complete or Release failed and waits for its retry
 	// timer (none is out).
 	retryArmed bool
+	// shrunk: the result was refused for its size and replaced by a
+	// small permanent error (see stepConfig.oversized).
+	shrunk bool
 
 	// The key's two timers, kept by the shard in its heap: the phase's
 	// timer (renewal, re-claim, retry or lease end) and the earliest settle

@@ -14,7 +14,10 @@ package actors
 //   - Complete: stored → the owner and every waiter get the record; lease
 //     lost → the next waiter claims afresh; a retryable failure → the
 //     result is kept and offered again with backoff until the store answers
-//     (bounded by its TTL and by Close); any other refusal is final.
+//     (bounded by its TTL and by Close); a result too large for the store
+//     (store.ErrTooLarge) → a small permanent error is stored in its place
+//     for the owner and every waiter (the function ran: the key is never
+//     released for another run); any other refusal is final.
 //   - Release: done or lease lost → the next waiter claims; a retryable
 //     failure → retried while the lease lasts.
 //   - Renew: renewed → next renewal a third of the lease later; lease lost
@@ -39,6 +42,9 @@ type stepConfig struct {
 	pollMost   time.Duration // the longest wait between re-claims, without wake-ups
 	waker      bool          // the store wakes waiters: re-claim timers are a safety net
 	maxWaiters int           // callers one key may park (0: no bound of its own)
+	// oversized replaces a result the store refused for its size (see
+	// Config.Oversized); nil: such a refusal is final, as any other.
+	oversized func(key string, refused store.Record, err error) (store.Record, error)
 }
 
 // step moves k by ev and appends to fx what the shard must do.
@@ -513,6 +519,21 @@ func (m *mover) completed(o *store.Op) {
 func (m *mover) stored(c *Cached, err error) {
 	k := m.k
 	owner := k.owner
+	if err != nil && errors.Is(err, store.ErrTooLarge) && m.cfg.oversized != nil && !k.shrunk {
+		// The function ran and its effect happened: releasing the key
+		// would run it again for the next caller, and retrying would be
+		// refused again. Store the small permanent error in its place;
+		// the owner (if it still waits) and the waiters get it once it is
+		// stored. Once only: a refusal of that record too is final.
+		m.warn("idem: the store refused a result for its size; a permanent error is stored in its place", err)
+		rec, e := m.cfg.oversized(k.key, k.result.Record, err)
+		k.shrunk = true
+		k.result = Cached{Record: rec, Err: e}
+		k.ownCodec = false
+		k.backoff = 0
+		m.complete()
+		return
+	}
 	if err == nil {
 		c.Size = c.size()
 		m.remember(c)

@@ -969,3 +969,70 @@ func TestWaitersPerKeyBound(t *testing.T) {
 		t.Fatalf("%d waiters, want 2", len(w.k.waiters))
 	}
 }
+
+// A result the store refuses for its size is replaced by the small
+// permanent record of Config.Oversized: the owner and every waiter get it
+// once it is stored, the key is never released (its function ran), and a
+// refusal of the small record too is final.
+func TestTooLargeIsStoredAsPermanent(t *testing.T) {
+	permanent := errors.New("result too large")
+	var refused []store.Record
+	oversized := func(key string, rec store.Record, err error) (store.Record, error) {
+		if key != "k" || !errors.Is(err, store.ErrTooLarge) {
+			t.Errorf("oversized(%q, %v)", key, err)
+		}
+		refused = append(refused, rec)
+		return store.Record{Failed: true, Error: "too large"}, permanent
+	}
+	tooLarge := fmt.Errorf("2 MB over the server's 1 MB: %w", store.ErrTooLarge)
+	for _, sit := range situations[:2] {
+		t.Run(sit.name, func(t *testing.T) {
+			refused = nil
+			w, owner := running(t)
+			w.cfg.oversized = oversized
+			wait, _ := sit.set(w)
+			w.finish(owner, Success, nil)
+			w.answer(store.OpComplete, store.ClaimResult{}, tooLarge)
+			if len(refused) != 1 || string(refused[0].Value) != `"v"` {
+				t.Fatalf("oversized got %+v, want the refused result", refused)
+			}
+			w.wantSilent(owner)
+			for _, r := range wait {
+				w.wantSilent(r)
+			}
+			o := w.take(store.OpComplete)
+			if !o.record.Failed || o.record.Error != "too large" || o.token != w.k.token {
+				t.Fatalf("second Complete %+v, want the small permanent record under the owner's token", o)
+			}
+			w.step(event{kind: evCompleted, op: &store.Op{Kind: store.OpComplete, Key: "k", Token: o.token, Record: o.record,
+				Result: store.ClaimResult{Record: store.Record{Failed: true, Error: "too large", Token: o.token}}}})
+			for _, r := range append([]*Request{owner}, wait...) {
+				rep := w.wantReply(r, Settled)
+				if rep.Result.Err != permanent || !rep.Result.Record.Failed {
+					t.Fatalf("reply %+v, want the permanent error", rep.Result)
+				}
+			}
+			w.wantOps()
+			w.wantDone()
+		})
+	}
+	t.Run("the small record refused too", func(t *testing.T) {
+		w, owner := running(t)
+		w.cfg.oversized = oversized
+		waiter := w.arrive(req())
+		w.finish(owner, Success, nil)
+		w.answer(store.OpComplete, store.ClaimResult{}, tooLarge)
+		w.answer(store.OpComplete, store.ClaimResult{}, tooLarge)
+		w.wantReply(owner, FailStore)
+		w.wantReply(waiter, FailStore)
+		w.wantOps(store.OpRelease)
+	})
+	t.Run("without Oversized, as any refusal", func(t *testing.T) {
+		w, owner := running(t)
+		waiter := w.arrive(req())
+		w.finish(owner, Success, nil)
+		w.answer(store.OpComplete, store.ClaimResult{}, tooLarge)
+		w.wantReply(owner, FailStore)
+		w.wantReply(waiter, FailStore)
+	})
+}

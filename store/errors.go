@@ -33,6 +33,13 @@ var (
 	// try again later. (memstore, with Options.WhenFull left at
 	// RefuseWhenFull.)
 	ErrFull = errors.New("idem: store full")
+	// ErrTooLarge: the store refuses an operation for its size (a
+	// record's value, error message or fingerprint over what its server
+	// takes; see [SizeLimited]). The operation was not sent: nothing
+	// changed, and sending it again fails the same way, so it is not
+	// retried. The runtime stores a small permanent error in place of a
+	// result refused so (idem.ErrResultTooLarge).
+	ErrTooLarge = errors.New("idem: too large for the store")
 )
 
 // IsContract reports whether err is one of the contract's errors (as opposed
@@ -51,5 +58,5 @@ func IsContract(err error) bool {
 // or a record the store cannot read.
 func Retryable(err error) bool {
 	return err != nil && !IsContract(err) && !errors.Is(err, ErrClosed) && !errors.Is(err, ErrCorrupt) &&
-		!errors.Is(err, ErrFull)
+		!errors.Is(err, ErrFull) && !errors.Is(err, ErrTooLarge)
 }

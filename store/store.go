@@ -269,3 +269,27 @@ type TimeoutFloor interface {
 	// context's deadline bounds it, a negative value when nothing does.
 	TimeoutFloor() time.Duration
 }
+
+// SizeLimited is implemented by stores whose server bounds the size of
+// what it is sent (Redis's proto-max-bulk-len). An operation over the
+// bound is refused with [ErrTooLarge] before it is sent: on Redis it
+// would break the connection, and with it the other operations of its
+// batch.
+//
+// The runtime keeps every result at least [RecordOverhead] below the
+// bound: a result over MaxRecordBytes - RecordOverhead never reaches the
+// store (idem.ErrResultTooLarge), whatever idem.Options.MaxResultBytes
+// says.
+type SizeLimited interface {
+	// MaxRecordBytes returns the largest record the store writes, in
+	// bytes: the encoded result or error message with the store's header,
+	// token and fingerprint. It is fixed when the store is made.
+	MaxRecordBytes() int
+}
+
+// RecordOverhead is the room the runtime leaves in a [SizeLimited]
+// store's records for what the store adds to the encoded result: its
+// header, the claim's token and the fingerprint (a SHA-256 digest takes
+// 32 bytes; a record whose fingerprint does not fit is refused with
+// [ErrTooLarge]).
+const RecordOverhead = 4 << 10

@@ -34,6 +34,8 @@ type call struct {
 	// unsure is set once a reply of the call was lost: a copy of it may
 	// have run (see Store.repeat).
 	unsure bool
+	// size is the bytes the call sends (keys and arguments; see sizeOf).
+	size int
 	// unconfirmed is set when the store waits for replicas
 	// (Options.WaitReplicas) and fewer than asked confirmed the pipeline
 	// that last carried this write (see wait.go).
@@ -81,11 +83,18 @@ func (s *Store) prepare(op *store.Op) (call, bool) {
 	default:
 		op.Err = fmt.Errorf("%w: unknown op %v", store.ErrInvalidArgument, op.Kind)
 	}
+	if op.Err == nil {
+		op.Err = s.checkSize(&c)
+	}
 	return c, op.Err == nil
 }
 
 // Batch implements [store.Batcher]: all ops go out in one pipeline (on a
-// cluster client, one pipeline per master, see execCluster). Ops
+// cluster client, one pipeline per master, see execCluster), or, when
+// their bytes are over Options.MaxBatchBytes, in several pipelines one
+// after the other, each under it (an op larger than it alone). An op
+// with an argument over Options.MaxRecordBytes is not sent: its error is
+// store.ErrTooLarge. Ops
 // that meet NOSCRIPT (a node restarted or failed over and lost its script
 // cache) are sent again once the scripts are loaded again. go-redis never
 // re-sends an op whose reply was lost (a read timeout, a dropped
@@ -119,16 +128,48 @@ func (s *Store) Batch(ctx context.Context, ops []*store.Op) {
 	if len(calls) == 0 {
 		return
 	}
-	sent := time.Now()
-	s.run(ctx, calls)
-	s.repeat(ctx, calls, sent)
-	now := time.Now()
+	parts := s.split(calls)
+	if len(parts) > 1 {
+		s.nSplit.Add(1)
+	}
+	for _, part := range parts {
+		sent := time.Now()
+		s.run(ctx, part)
+		s.repeat(ctx, part, sent)
+		now := time.Now()
+		for _, c := range part {
+			s.decode(c, now)
+		}
+		if s.waitN > 0 {
+			s.unconfirmed(ctx, part)
+		}
+	}
+}
+
+// split cuts calls, in order, into runs whose bytes stay within
+// Options.MaxBatchBytes, each to go out as its own pipeline (one after
+// the other); a call larger than that goes alone.
+func (s *Store) split(calls []call) [][]call {
+	total := 0
 	for _, c := range calls {
-		s.decode(c, now)
+		total += c.size
 	}
-	if s.waitN > 0 {
-		s.unconfirmed(ctx, calls)
+	if total <= s.maxBatch || s.maxBatch <= 0 {
+		return [][]call{calls}
 	}
+	var parts [][]call
+	start, bytes := 0, 0
+	for i, c := range calls {
+		if i > start && bytes+c.size > s.maxBatch {
+			parts = append(parts, calls[start:i])
+			start, bytes = i, 0
+		}
+		if c.size > s.maxBatch {
+			s.nLone.Add(1)
+		}
+		bytes += c.size
+	}
+	return append(parts, calls[start:])
 }
 
 // run sends calls in one pipeline, then sends those that met NOSCRIPT once

@@ -98,7 +98,29 @@ type Options struct {
 	// client's ReadTimeout.
 	// Default: 250ms (when WaitReplicas is positive).
 	WaitTimeout time.Duration
+	// MaxRecordBytes is the largest value the store sends Redis: an
+	// operation with a larger argument (a result, its fingerprint) is
+	// refused with store.ErrTooLarge before it is sent, since Redis
+	// answers it with a protocol error and closes the connection, failing
+	// every other operation of its pipeline. The runtime keeps results
+	// below it (store.SizeLimited). Set it to the server's
+	// proto-max-bulk-len where CONFIG GET is refused; at least 1 MiB.
+	// Default: the server's proto-max-bulk-len, read with CONFIG GET when
+	// the store is made (on a cluster, the least of its masters'), or
+	// DefaultMaxRecordBytes (512 MiB, Redis's default) when CONFIG is
+	// refused.
+	MaxRecordBytes int
+	// MaxBatchBytes bounds the bytes one pipeline sends (the keys and
+	// arguments of its operations): a batch over it is sent as several
+	// pipelines one after the other, each under it, and an operation
+	// larger than it goes alone, so that one large result does not hold
+	// up a pipeline of small operations or a read buffer of its size.
+	// Default: DefaultMaxBatchBytes (8 MiB).
+	MaxBatchBytes int
 }
+
+// DefaultMaxBatchBytes is Options.MaxBatchBytes's default.
+const DefaultMaxBatchBytes = 8 << 20
 
 // DefaultWaitTimeout is Options.WaitTimeout's default.
 const DefaultWaitTimeout = 250 * time.Millisecond
@@ -111,11 +133,21 @@ type Stats struct {
 	// Unconfirmed counts the writes sent (claims, renewals, completions)
 	// that fewer than Options.WaitReplicas replicas confirmed.
 	Unconfirmed uint64
+	// TooLarge counts the operations refused with store.ErrTooLarge,
+	// never sent: an argument over Options.MaxRecordBytes.
+	TooLarge uint64
+	// SplitBatches counts the batches sent as more than one pipeline to
+	// keep each under Options.MaxBatchBytes.
+	SplitBatches uint64
+	// LoneOps counts the operations larger than Options.MaxBatchBytes,
+	// each sent in a pipeline of its own.
+	LoneOps uint64
 }
 
 // Stats returns the store's counts.
 func (s *Store) Stats() Stats {
-	st := Stats{Unconfirmed: s.nUnconfirmed.Load()}
+	st := Stats{Unconfirmed: s.nUnconfirmed.Load(), TooLarge: s.nTooLarge.Load(),
+		SplitBatches: s.nSplit.Load(), LoneOps: s.nLone.Load()}
 	if s.slots != nil {
 		st.SlotReloads = s.slots.reloads.Load()
 	}
@@ -129,6 +161,9 @@ func (s *Store) Counts() []store.Count {
 	return []store.Count{
 		{Name: "slot_reloads", Help: "reloads of a cluster client's slot map made by the store", Value: st.SlotReloads},
 		{Name: "unconfirmed_writes", Help: "writes fewer than WaitReplicas replicas confirmed", Value: st.Unconfirmed},
+		{Name: "too_large", Help: "operations refused unsent, over the server's size limit (MaxRecordBytes)", Value: st.TooLarge},
+		{Name: "split_batches", Help: "batches sent as several pipelines to stay under MaxBatchBytes", Value: st.SplitBatches},
+		{Name: "lone_ops", Help: "operations over MaxBatchBytes, each sent in a pipeline of its own", Value: st.LoneOps},
 	}
 }
 
@@ -149,6 +184,13 @@ type Store struct {
 	waitMs       int64
 	waitTimeout  time.Duration
 	nUnconfirmed atomic.Uint64
+	// maxBulk is the largest argument sent (Options.MaxRecordBytes);
+	// maxBatch the most bytes one pipeline sends (Options.MaxBatchBytes).
+	maxBulk   int
+	maxBatch  int
+	nTooLarge atomic.Uint64
+	nSplit    atomic.Uint64
+	nLone     atomic.Uint64
 
 	mu   sync.Mutex
 	subs []*subscription
@@ -159,6 +201,7 @@ var (
 	_ store.Batcher     = (*Store)(nil)
 	_ store.Waker       = (*Store)(nil)
 	_ store.Partitioner = (*Store)(nil)
+	_ store.SizeLimited = (*Store)(nil)
 )
 
 // New returns a Store on c (a *redis.Client or a *redis.ClusterClient) and
@@ -176,6 +219,18 @@ func New(ctx context.Context, c redis.UniversalClient, opts Options) (*Store, er
 	if opts.WaitTimeout == 0 {
 		opts.WaitTimeout = DefaultWaitTimeout
 	}
+	if opts.WaitTimeout > store.MaxDuration || opts.Timeout > store.MaxDuration {
+		return nil, fmt.Errorf("%w: redisstore: Timeout %v and WaitTimeout %v must be at most %v", store.ErrInvalidArgument, opts.Timeout, opts.WaitTimeout, store.MaxDuration)
+	}
+	if opts.MaxRecordBytes != 0 && opts.MaxRecordBytes < minRecordBytes {
+		return nil, fmt.Errorf("%w: redisstore: MaxRecordBytes %d must be 0 (the server's limit) or at least %d, as Redis's proto-max-bulk-len", store.ErrInvalidArgument, opts.MaxRecordBytes, minRecordBytes)
+	}
+	if opts.MaxBatchBytes < 0 {
+		return nil, fmt.Errorf("%w: redisstore: MaxBatchBytes %d must not be negative", store.ErrInvalidArgument, opts.MaxBatchBytes)
+	}
+	if opts.MaxBatchBytes == 0 {
+		opts.MaxBatchBytes = DefaultMaxBatchBytes
+	}
 	if rt := readTimeout(c); opts.WaitReplicas > 0 && rt > 0 && opts.WaitTimeout >= rt {
 		return nil, fmt.Errorf("%w: redisstore: WaitTimeout %v must be shorter than the client's ReadTimeout %v", store.ErrInvalidArgument, opts.WaitTimeout, rt)
 	}
@@ -191,7 +246,15 @@ func New(ctx context.Context, c redis.UniversalClient, opts Options) (*Store, er
 		scope = store.BuildKey("", opts.Scope)
 	}
 	s := &Store{c: c, prefix: prefix, scope: scope,
-		timeout: opts.Timeout, inbox: prefix + "inbox:"}
+		timeout: opts.Timeout, inbox: prefix + "inbox:",
+		maxBulk: opts.MaxRecordBytes, maxBatch: opts.MaxBatchBytes}
+	if s.maxBulk == 0 {
+		n, err := maxBulk(ctx, c)
+		if err != nil {
+			return nil, fmt.Errorf("redisstore: read proto-max-bulk-len: %w", err)
+		}
+		s.maxBulk = n
+	}
 	if cc, ok := c.(*redis.ClusterClient); ok {
 		s.slots = &slotMap{cc: cc}
 	}

@@ -1,0 +1,87 @@
+package idem_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/idemrt/idem"
+	"github.com/idemrt/idem/internal/idemtest"
+	"github.com/idemrt/idem/internal/redistest"
+	"github.com/idemrt/idem/store"
+	"github.com/idemrt/idem/store/redisstore"
+)
+
+// A 2 MB result on a Redis whose proto-max-bulk-len is 1 MB: the function
+// runs once, the owner and its five waiters get a permanent error matching
+// ErrResultTooLarge, which is stored (another instance replays it), and
+// the other keys finishing at the same moment are stored and answered.
+// Once with the store's limit known to the runtime (the result never
+// leaves the process), once with a store that hides it (Redis's store
+// refuses it unsent, and the shard stores the error in its place instead
+// of releasing the key for a rerun).
+func TestResultTooLargeForRedis(t *testing.T) {
+	srv := redistest.Start(t, redistest.Options{Args: []string{"--proto-max-bulk-len", "1mb"}})
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	t.Cleanup(func() { c.Close() })
+	for _, hide := range []bool{false, true} {
+		t.Run(fmt.Sprint("hidden limit ", hide), func(t *testing.T) {
+			rs, err := redisstore.New(bg, c, redisstore.Options{KeyPrefix: fmt.Sprintf("big%v:", hide)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { rs.Close() })
+			var st store.Store = rs
+			if hide {
+				st = plainStore{rs} // (poll_test.go): no SizeLimited
+			}
+			rt := idemtest.Runtime(t, idem.Options{Store: st, Shards: 1})
+			ctx := context.Background()
+			g := idemtest.NewGate()
+			owner := idemtest.GoDo(ctx, rt, "big", g.Fn(strings.Repeat("x", 2<<20), nil))
+			<-g.Started
+			var waiting []<-chan idemtest.Result
+			for range 5 {
+				waiting = append(waiting, idemtest.GoDo(ctx, rt, "big", idemtest.MustNotRun(t)))
+			}
+			others := idemtest.NewGate()
+			var small []<-chan idemtest.Result
+			for i := range 20 {
+				small = append(small, idemtest.GoDo(ctx, rt, fmt.Sprint("small-", i), others.Fn("s", nil)))
+				<-others.Started
+			}
+			idemtest.Eventually(t, "five waiters", func() bool { return rt.Stats().Waiters == 5 })
+			close(others.Open)
+			close(g.Open)
+			check := func(who string, err error) {
+				t.Helper()
+				var ce *idem.CodecError
+				if !errors.Is(err, idem.ErrResultTooLarge) || !idem.IsPermanent(err) || !errors.As(err, &ce) {
+					t.Fatalf("%s: %v, want a permanent *CodecError matching ErrResultTooLarge", who, err)
+				}
+			}
+			check("owner", idemtest.Recv(t, owner).Err)
+			for _, ch := range waiting {
+				check("waiter", idemtest.Recv(t, ch).Err)
+			}
+			for _, ch := range small {
+				if r := idemtest.Recv(t, ch); r.Err != nil || r.V != "s" {
+					t.Fatalf("another key: %+v", r)
+				}
+			}
+			if g.Runs() != 1 {
+				t.Fatalf("fn ran %d times", g.Runs())
+			}
+			other := idemtest.Runtime(t, idem.Options{Store: rs, DisableCache: true})
+			_, err = idem.Do(ctx, other, "big", idemtest.MustNotRun(t))
+			check("another instance's replay", err)
+			if n := rs.Stats().TooLarge; hide != (n > 0) {
+				t.Fatalf("the store refused %d operations for their size; hidden limit %v", n, hide)
+			}
+		})
+	}
+}
