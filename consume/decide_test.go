@@ -13,6 +13,7 @@ import (
 	"github.com/idemrt/idem"
 	"github.com/idemrt/idem/consume"
 	"github.com/idemrt/idem/internal/idemtest"
+	"github.com/idemrt/idem/store"
 	"github.com/idemrt/idem/store/memstore"
 )
 
@@ -254,6 +255,14 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		"negative settle":  {Runtime: rt, Policy: idem.Policy{Settle: -1}},
 		"negative min":     {Runtime: rt, MinDelay: -1},
 		"negative max":     {Runtime: rt, MaxDelay: -time.Second},
+		"huge min":         {Runtime: rt, MinDelay: math.MaxInt64},
+		"huge max":         {Runtime: rt, MaxDelay: math.MaxInt64},
+		"huge settle":      {Runtime: rt, Policy: idem.Policy{Settle: math.MaxInt64}},
+		"huge TTL":         {Runtime: rt, Policy: idem.Policy{TTL: math.MaxInt64}},
+		"huge lease":       {Runtime: rt, Policy: idem.Policy{Lease: math.MaxInt64}},
+		"negative TTL":     {Runtime: rt, Policy: idem.Policy{TTL: -1}},
+		"negative lease":   {Runtime: rt, Policy: idem.Policy{Lease: -1}},
+		"huge call TTL":    {Runtime: rt, CallOptions: []idem.CallOption{idem.WithTTL(math.MaxInt64)}},
 		"min over max":     {Runtime: rt, MinDelay: time.Second, MaxDelay: time.Millisecond},
 		"ack without key":  {Runtime: rt, MissingKey: consume.Ack},
 		"unknown decision": {Runtime: rt, MissingKey: 9},
@@ -291,7 +300,8 @@ func TestOneDelaySetMovesTheOtherDefault(t *testing.T) {
 }
 
 func TestBackoffNeverOverflows(t *testing.T) {
-	c := newConsumer(t, idem.Options{}, consume.Options{MinDelay: time.Millisecond, MaxDelay: time.Duration(math.MaxInt64)})
+	// The longest MaxDelay allowed (math.MaxInt64 is refused by New).
+	c := newConsumer(t, idem.Options{}, consume.Options{MinDelay: time.Millisecond, MaxDelay: store.MaxDuration})
 	boom := errors.New("boom")
 	var e effect
 	prev := time.Duration(0)
@@ -302,7 +312,7 @@ func TestBackoffNeverOverflows(t *testing.T) {
 		}
 		prev = vd.Delay
 	}
-	if prev != time.Duration(math.MaxInt64) {
+	if prev != store.MaxDuration {
 		t.Fatalf("attempt 1<<30: delay %v, want MaxDelay", prev)
 	}
 }

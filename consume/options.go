@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/idemrt/idem"
+	"github.com/idemrt/idem/store"
 )
 
 // Options configures a [Consumer]. Zero fields take the documented default;
@@ -38,7 +39,7 @@ type Options struct {
 	// must not be over MaxDelay. Set one only, and the default of the other
 	// gives way to it: a MaxDelay under 100ms lowers MinDelay to MaxDelay,
 	// a MinDelay over 30s raises MaxDelay to MinDelay.
-	// Default: 100ms and 30s.
+	// Default: 100ms and 30s. Each at most store.MaxDuration.
 	MinDelay, MaxDelay time.Duration
 
 	// Backoff returns the retry delay after a transient error at a
@@ -107,9 +108,12 @@ func New(opts Options) (*Consumer, error) {
 		name string
 		v    time.Duration
 	}{{"MinDelay", opts.MinDelay}, {"MaxDelay", opts.MaxDelay}} {
-		if d.v < 0 {
-			return nil, bad("%s is %v; it must not be negative (zero means the default)", d.name, d.v)
+		if d.v < 0 || d.v > store.MaxDuration {
+			return nil, bad("%s is %v; it must be between 0 (the default) and %v", d.name, d.v, store.MaxDuration)
 		}
+	}
+	if err := idem.CheckCallOptions(opts.CallOptions...); err != nil {
+		return nil, fmt.Errorf("consume.Options.CallOptions: %w", err)
 	}
 	switch opts.MissingKey {
 	case 0, Term, Retry:

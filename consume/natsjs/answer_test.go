@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -282,6 +283,9 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		"negative ack wait": {Consumer: c, AckWait: -1},
 		"negative progress": {Consumer: c, Progress: -1},
 		"negative timeout":  {Consumer: c, AckTimeout: -1},
+		"huge ack wait":     {Consumer: c, AckWait: math.MaxInt64},
+		"huge progress":     {Consumer: c, AckWait: math.MaxInt64, Progress: time.Hour},
+		"huge timeout":      {Consumer: c, AckTimeout: math.MaxInt64},
 		"progress too long": {Consumer: c, AckWait: time.Second, Progress: time.Second},
 	} {
 		if _, err := natsjs.New(o); !errors.Is(err, idem.ErrInvalidArgument) {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/idemrt/idem"
 	"github.com/idemrt/idem/consume"
+	"github.com/idemrt/idem/store"
 )
 
 // MsgIDHeader is the header a message's key is read from by default: the
@@ -51,7 +52,8 @@ type Options struct {
 	// the consumer's info, once. A consumer with a BackOff list waits its
 	// entries instead after a redelivery: then give the shortest of them
 	// (or set Progress below it).
-	// Default: 30s (the server's default).
+	// Default: 30s (the server's default). At most store.MaxDuration, as
+	// Progress and AckTimeout.
 	AckWait time.Duration
 
 	// Progress is how often a message whose handler is still running (or
@@ -144,8 +146,8 @@ func New(opts Options) (*Adapter, error) {
 		name string
 		v    time.Duration
 	}{{"AckWait", opts.AckWait}, {"Progress", opts.Progress}, {"AckTimeout", opts.AckTimeout}} {
-		if d.v < 0 {
-			return nil, bad("%s is %v; it must not be negative (zero means the default)", d.name, d.v)
+		if d.v < 0 || d.v > store.MaxDuration {
+			return nil, bad("%s is %v; it must be between 0 (the default) and %v", d.name, d.v, store.MaxDuration)
 		}
 	}
 	if opts.AckWait == 0 {
