@@ -12,7 +12,6 @@ import (
 // Errors given to Options.OnError (with the status code the middleware
 // chose); test for them with errors.Is. The runtime's errors come through as
 // they are: idem.ErrConflict (409), idem.ErrFingerprintMismatch (422),
-// idem.ErrInvalidKey (400: a tenant that makes the key invalid),
 // idem.ErrOverloaded, idem.ErrClosed and idem.ErrStoreUnavailable (503),
 // *idem.PanicError and idem.ErrLeaseLost (500).
 var (
@@ -29,6 +28,11 @@ var (
 	// ErrFingerprint: Options.Fingerprint returned an error, which this one
 	// wraps (400).
 	ErrFingerprint = errors.New("httpidem: fingerprinting the request failed")
+	// ErrInvalidScope: Options.Tenant returned a scope a key cannot have
+	// (over MaxTenantLen bytes, or holding a control character): a
+	// misconfiguration of the service, not the client's fault (500). The
+	// handler did not run; the tenant is logged, never shown.
+	ErrInvalidScope = errors.New("httpidem: Options.Tenant returned an invalid scope")
 )
 
 // StatusFor returns the status code the middleware answers err with. (It is

@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -149,4 +150,63 @@ func TestVersionIsChecked(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = mw.Close(context.Background())
+}
+
+// What Tenant returns is checked on every request: a scope over
+// MaxTenantLen or with a control character is the service's
+// misconfiguration, answered 500 (ErrInvalidScope), and the handler does
+// not run; the longest allowed scope works with the longest key.
+func TestTenantIsChecked(t *testing.T) {
+	var runs atomic.Int32
+	var gotErr error
+	tenants := map[string]string{
+		"600 bytes": strings.Repeat("t", 600),
+		"NUL":       "acct\x00",
+		"tab":       "acct\t7",
+		"DEL":       "acct\x7f",
+		"longest":   strings.Repeat("t", httpidem.MaxTenantLen),
+	}
+	srv, _ := serve(t, httpidem.Options{
+		Tenant: func(r *http.Request) string { return tenants[r.Header.Get("X-Case")] },
+		OnError: func(w http.ResponseWriter, r *http.Request, status int, err error) {
+			gotErr = err
+			w.WriteHeader(status)
+		},
+	}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		runs.Add(1)
+		w.WriteHeader(http.StatusCreated)
+	}))
+	for _, name := range []string{"600 bytes", "NUL", "tab", "DEL"} {
+		gotErr = nil
+		r := post(t, srv, "k", "x", "X-Case", name)
+		if r.status != http.StatusInternalServerError || !errors.Is(gotErr, httpidem.ErrInvalidScope) {
+			t.Errorf("tenant %s: %d, %v; want 500 with ErrInvalidScope", name, r.status, gotErr)
+		}
+	}
+	if runs.Load() != 0 {
+		t.Fatalf("the handler ran %d times for invalid scopes", runs.Load())
+	}
+	if r := post(t, srv, strings.Repeat("k", httpidem.MaxKeyLen), "x", "X-Case", "longest"); r.status != http.StatusCreated {
+		t.Fatalf("the longest tenant and key: %d, want 201", r.status)
+	}
+}
+
+// Every duration of the options is refused at New when negative or over
+// store.MaxDuration (math.MaxInt64 included).
+func TestOptionDurationBounds(t *testing.T) {
+	for _, d := range []time.Duration{math.MaxInt64, -time.Second} {
+		for name, o := range map[string]httpidem.Options{
+			"Settle":      {Policy: idem.Policy{Settle: d}},
+			"Lease":       {Policy: idem.Policy{Lease: d}},
+			"TTL":         {Policy: idem.Policy{TTL: d}},
+			"BodyTimeout": {BodyTimeout: d},
+		} {
+			if mw, err := httpidem.New(o); !errors.Is(err, idem.ErrInvalidArgument) {
+				if mw != nil {
+					_ = mw.Close(context.Background())
+				}
+				t.Errorf("%s %v: %v, want ErrInvalidArgument", name, d, err)
+			}
+		}
+	}
 }

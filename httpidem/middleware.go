@@ -122,6 +122,14 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 		m.fail(w, r, err)
 		return
 	}
+	if err := checkTenant(k.tenant); err != nil {
+		// The scope is the service's, not the client's: it is logged, and
+		// the client's answer does not show it.
+		m.o.Logger.Error("httpidem: Options.Tenant returned a scope a key cannot have; the request is answered 500 and nothing ran",
+			"key", key, "tenant", k.tenant, "method", r.Method, "path", r.URL.Path, "err", err)
+		m.fail(w, r, errInvalidScope)
+		return
+	}
 	k.scoped = store.BuildKey(key, store.Scope{Namespace: k.tenant, Version: m.o.Version})
 	if held, _ := r.Context().Value(heldKey{}).(held); held.rt == m.rt && held.key == k.scoped {
 		// Wrapped twice on one route: the outer layer holds the key and
@@ -138,7 +146,7 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 	if err := store.ValidateKey(k.scoped); err != nil {
 		// The scope is the service's, not the client's: it is logged, and
 		// the client's answer does not show it.
-		m.o.Logger.Warn("httpidem: the request's scope makes its key invalid; check Options.Tenant",
+		m.o.Logger.Error("httpidem: the request's scope makes its key invalid; check Options.Tenant",
 			"key", k.key, "tenant", k.tenant, "method", r.Method, "path", r.URL.Path, "err", err)
 		m.fail(w, r, errInvalidScope)
 		return
@@ -159,8 +167,25 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 }
 
 // errInvalidScope is the error of a request whose scope makes its key
-// invalid (a tenant over 1 KiB, or with a NUL byte).
-var errInvalidScope = fmt.Errorf("httpidem: the caller's scope makes the key invalid: %w", idem.ErrInvalidKey)
+// invalid (see checkTenant). Its message shows neither.
+var errInvalidScope = fmt.Errorf("%w: the caller's scope makes the key invalid", ErrInvalidScope)
+
+// MaxTenantLen is the longest scope Options.Tenant may return: with it,
+// the longest Idempotency-Key (MaxKeyLen) and Version, a key stays within
+// store.MaxKeyLen, so no key a client sends makes a scoped key invalid.
+const MaxTenantLen = 512
+
+// checkTenant refuses a scope that could make a key invalid, or that a log
+// cannot show: over MaxTenantLen bytes, or holding a control character.
+func checkTenant(tenant string) error {
+	switch {
+	case len(tenant) > MaxTenantLen:
+		return fmt.Errorf("%w: %d bytes, over the %d-byte limit", ErrInvalidScope, len(tenant), MaxTenantLen)
+	case strings.ContainsFunc(tenant, func(r rune) bool { return r < ' ' || r == 0x7f }):
+		return fmt.Errorf("%w: it holds a control character", ErrInvalidScope)
+	}
+	return nil
+}
 
 // guard calls f, a call of the Options function named name, and turns a
 // panic of it into an error (answered 500), logged with its stack as a

@@ -24,9 +24,10 @@ const (
 	// ProblemMalformedKey (400): the header is empty, repeated, too long or
 	// holds characters a key may not; see [ParseKey].
 	ProblemMalformedKey = "malformed-key"
-	// ProblemInvalidScope (400): the key, within the caller's tenant, is
-	// not a valid idem key (the tenant is over 1 KiB or holds a NUL byte).
-	// The detail is fixed: the tenant is logged, not shown.
+	// ProblemInvalidScope (500): Options.Tenant returned a scope a key
+	// cannot have (over MaxTenantLen bytes, or holding a control
+	// character): the service's misconfiguration, not the client's. The
+	// detail is fixed: the tenant is logged, not shown.
 	ProblemInvalidScope = "invalid-scope"
 	// ProblemBodyTooLarge (413): the body is over Options.MaxRequestBody.
 	ProblemBodyTooLarge = "body-too-large"
@@ -85,7 +86,7 @@ func kindOf(err error, status int) *kind {
 		return kindMissingKey
 	case errors.Is(err, ErrMalformedKey):
 		return kindMalformedKey
-	case errors.Is(err, idem.ErrInvalidKey):
+	case errors.Is(err, ErrInvalidScope):
 		return kindInvalidScope
 	case errors.Is(err, ErrBodyTooLarge):
 		return kindBodyTooLarge

@@ -55,7 +55,7 @@ func TestProblemTypesAndLinks(t *testing.T) {
 
 	expectType(t, "no key", post(t, srv, "", "x"), 400, base, httpidem.ProblemMissingKey, "Idempotency-Key is missing")
 	expectType(t, "bad key", post(t, srv, "a,b", "x"), 400, base, httpidem.ProblemMalformedKey, "Idempotency-Key is malformed")
-	expectType(t, "huge tenant", post(t, srv, "k", "x", "X-Tenant", strings.Repeat("t", 2000)), 400, base,
+	expectType(t, "huge tenant", post(t, srv, "k", "x", "X-Tenant", strings.Repeat("t", 2000)), 500, base,
 		httpidem.ProblemInvalidScope, "Idempotency-Key cannot be scoped to this caller")
 	expectType(t, "large body", post(t, srv, "k", strings.Repeat("x", 17)), 413, base, httpidem.ProblemBodyTooLarge, "Request body is too large")
 
@@ -143,7 +143,7 @@ func TestProblemStatusNames(t *testing.T) {
 	}
 }
 
-// A Tenant that makes the key invalid is the service's problem: the 400's
+// A Tenant that makes the key invalid is the service's problem: the 500's
 // detail is fixed, and shows neither the tenant nor the internal key, which
 // are logged instead. Nor does the error a custom OnError is given.
 func TestInvalidScopeDetailHidesTenant(t *testing.T) {
@@ -151,8 +151,8 @@ func TestInvalidScopeDetailHidesTenant(t *testing.T) {
 	tenant := func(*http.Request) string { return "internal-acct-7731:" + strings.Repeat("x", 1100) }
 	srv, _ := serve(t, httpidem.Options{Logger: logs.logger(), Tenant: tenant}, newPayments())
 	r := post(t, srv, "k", "x")
-	expectType(t, "invalid scope", r, 400, httpidem.DefaultDocsURL, httpidem.ProblemInvalidScope, "Idempotency-Key cannot be scoped to this caller")
-	if out := logs.String(); !strings.Contains(out, "level=WARN") || !strings.Contains(out, "internal-acct-7731") {
+	expectType(t, "invalid scope", r, 500, httpidem.DefaultDocsURL, httpidem.ProblemInvalidScope, "Idempotency-Key cannot be scoped to this caller")
+	if out := logs.String(); !strings.Contains(out, "level=ERROR") || !strings.Contains(out, "internal-acct-7731") {
 		t.Fatalf("the tenant was not logged:\n%s", out)
 	}
 	verbatim := func(w http.ResponseWriter, r *http.Request, status int, err error) {
@@ -160,7 +160,7 @@ func TestInvalidScopeDetailHidesTenant(t *testing.T) {
 	}
 	custom, _ := serve(t, httpidem.Options{Tenant: tenant, OnError: verbatim}, newPayments())
 	for what, r := range map[string]reply{"WriteProblem": r, "custom OnError": post(t, custom, "k", "x")} {
-		if r.status != http.StatusBadRequest || strings.Contains(r.body, "internal-acct-7731") || strings.Contains(r.body, "ff:idemp") {
+		if r.status != http.StatusInternalServerError || strings.Contains(r.body, "internal-acct-7731") || strings.Contains(r.body, "ff:idemp") {
 			t.Fatalf("%s: %d shows the tenant or the internal key: %s", what, r.status, r.body)
 		}
 	}
