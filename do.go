@@ -331,6 +331,12 @@ func failure(key string, rep actors.Reply) error {
 		if errors.Is(rep.Err, store.ErrFull) {
 			return fmt.Errorf("idem: %s: %w (%w)", describeKey(key), ErrOverloaded, rep.Err)
 		}
+		if errors.Is(rep.Err, store.ErrTooLarge) {
+			// The call's own arguments (its fingerprint) are over what the
+			// store takes: sending it again fails the same way, so it is
+			// no outage.
+			return fmt.Errorf("idem: %s: %w: the store refused the %s for its size (%w)", describeKey(key), ErrInvalidArgument, rep.Op, rep.Err)
+		}
 		if store.IsContract(rep.Err) && !errors.Is(rep.Err, store.ErrLeaseLost) {
 			return fmt.Errorf("idem: %s: store %s: %w", describeKey(key), rep.Op, rep.Err)
 		}

@@ -85,3 +85,24 @@ func TestResultTooLargeForRedis(t *testing.T) {
 		})
 	}
 }
+
+// A call whose fingerprint is over what the store takes is refused as an
+// invalid argument, not reported as an outage to retry, and fn does not run.
+func TestFingerprintTooLargeForRedis(t *testing.T) {
+	srv := redistest.Start(t, redistest.Options{Args: []string{"--proto-max-bulk-len", "1mb"}})
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	t.Cleanup(func() { c.Close() })
+	rs, err := redisstore.New(bg, c, redisstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rs.Close() })
+	rt := idemtest.Runtime(t, idem.Options{Store: rs})
+	_, err = idem.Do(bg, rt, "k", idemtest.MustNotRun(t), idem.WithFingerprint(make([]byte, 2<<20)))
+	if !errors.Is(err, idem.ErrInvalidArgument) || !errors.Is(err, store.ErrTooLarge) || errors.Is(err, idem.ErrStoreUnavailable) {
+		t.Fatalf("a 2 MB fingerprint: %v, want ErrInvalidArgument and store.ErrTooLarge", err)
+	}
+	if v, err := idem.Do(bg, rt, "k", idemtest.Value("v")); err != nil || v != "v" {
+		t.Fatalf("the key afterwards: %q, %v", v, err)
+	}
+}
