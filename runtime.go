@@ -129,6 +129,13 @@ func floorText(d time.Duration) string {
 	return d.String()
 }
 
+// MaxResultBytes returns the largest encoded result rt stores:
+// Options.MaxResultBytes, lowered to what its store takes when the store
+// says (store.SizeLimited). A larger result is stored as a permanent
+// ErrResultTooLarge. Front ends that bound what they store (httpidem's
+// MaxStoredBody) check their bound against it.
+func (rt *Runtime) MaxResultBytes() int { return rt.opts.MaxResultBytes }
+
 // Must returns rt, or panics if err is not nil. It suits package-level
 // runtimes: var rt = idem.Must(idem.New(idem.Options{})).
 func Must(rt *Runtime, err error) *Runtime {

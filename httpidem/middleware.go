@@ -73,8 +73,24 @@ func New(opts Options) (*Middleware, error) {
 		}
 		m.rt, m.own = rt, true
 	}
+	// A response over the runtime's result limit would be stored as a
+	// permanent ErrResultTooLarge, replayed as a 500: keep the body bound
+	// under it, with room for the status and headers.
+	most := max(0, m.rt.MaxResultBytes()-storedHeadroom)
+	if opts.MaxStoredBody > most {
+		if m.own {
+			_ = m.rt.Close(context.Background())
+		}
+		return nil, invalid("MaxStoredBody is %d; it must be at most %d, the runtime's MaxResultBytes (%d) less %d for the status and headers",
+			opts.MaxStoredBody, most, m.rt.MaxResultBytes(), storedHeadroom)
+	}
+	m.o.MaxStoredBody = min(m.o.MaxStoredBody, most)
 	return m, nil
 }
+
+// storedHeadroom is the room a stored response keeps under the runtime's
+// MaxResultBytes for its status and headers.
+const storedHeadroom = 64 << 10
 
 // Close closes the runtime the middleware owns (none when Options.Runtime
 // was given): it waits, within ctx, for the handlers running to store their

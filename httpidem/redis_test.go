@@ -1,8 +1,11 @@
 package httpidem_test
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -157,5 +160,34 @@ func TestDuplicateOnSecondInstanceGetsFirstResponse(t *testing.T) {
 	expect(t, "another caller, on b", post(t, b, "k", "pay 10", "Authorization", "Bearer bob"), http.StatusCreated, false, "")
 	if p.runs.Load() != 2 {
 		t.Fatalf("%d runs, want 2", p.runs.Load())
+	}
+}
+
+// On a Redis whose proto-max-bulk-len is 1 MB, the runtime's result limit
+// is under the default MaxStoredBody (1 MiB): the default gives way, so a
+// response just under 1 MiB is sent and released, as any response over
+// MaxStoredBody (it used to be stored as a permanent "result too large",
+// replayed as a 500); a MaxStoredBody set over the limit is refused at New.
+func TestStoredBodyUnderTheStoresLimit(t *testing.T) {
+	srv := redistest.Start(t, redistest.Options{Args: []string{"--proto-max-bulk-len", "1mb"}})
+	rt := redisRuntime(t, srv, "small:")
+	if _, err := httpidem.New(httpidem.Options{Runtime: rt, MaxStoredBody: 1 << 20}); !errors.Is(err, idem.ErrInvalidArgument) {
+		t.Fatalf("MaxStoredBody over the runtime's limit: %v, want ErrInvalidArgument", err)
+	}
+	var runs atomic.Int32
+	body := strings.Repeat("b", 1<<20-100)
+	srvA, _ := serve(t, httpidem.Options{Runtime: rt, SharedScope: true}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		runs.Add(1)
+		w.WriteHeader(http.StatusCreated)
+		_, _ = io.WriteString(w, body)
+	}))
+	for i := range 2 {
+		r := post(t, srvA, "k", "x")
+		if r.status != http.StatusCreated || len(r.body) != len(body) {
+			t.Fatalf("request %d: %d with %d bytes", i, r.status, len(r.body))
+		}
+	}
+	if runs.Load() != 2 {
+		t.Fatalf("%d runs, want 2: the response was not to be stored", runs.Load())
 	}
 }
