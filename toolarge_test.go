@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/idemrt/idem/internal/idemtest"
 	"github.com/idemrt/idem/internal/redistest"
 	"github.com/idemrt/idem/store"
+	"github.com/idemrt/idem/store/memstore"
 	"github.com/idemrt/idem/store/redisstore"
 )
 
@@ -104,5 +106,42 @@ func TestFingerprintTooLargeForRedis(t *testing.T) {
 	}
 	if v, err := idem.Do(bg, rt, "k", idemtest.Value("v")); err != nil || v != "v" {
 		t.Fatalf("the key afterwards: %q, %v", v, err)
+	}
+}
+
+// pickyStore is the in-memory store (whose owners complete their keys
+// themselves) refusing values over 1000 bytes for their size, without
+// saying its limit.
+type pickyStore struct{ *memstore.Store }
+
+func (p pickyStore) Complete(ctx context.Context, key string, tok store.Token, rec store.Record, ttl time.Duration) (store.Record, error) {
+	if len(rec.Value) > 1000 {
+		return store.Record{}, fmt.Errorf("picky: %w", store.ErrTooLarge)
+	}
+	return p.Store.Complete(ctx, key, tok, rec, ttl)
+}
+
+// With a store whose owners complete their keys themselves, a result the
+// store refuses for its size is the same stored permanent error for the
+// owner and its waiters, and fn ran once.
+func TestResultTooLargeOwnerCompletes(t *testing.T) {
+	st := pickyStore{memstore.New(memstore.Options{})}
+	rt := idemtest.Runtime(t, idem.Options{Store: st})
+	g := idemtest.NewGate()
+	owner := idemtest.GoDo(bg, rt, "big", g.Fn(strings.Repeat("x", 2000), nil))
+	<-g.Started
+	waiter := idemtest.GoDo(bg, rt, "big", idemtest.MustNotRun(t))
+	idemtest.Eventually(t, "a waiter", func() bool { return rt.Stats().Waiters == 1 })
+	close(g.Open)
+	for _, ch := range []<-chan idemtest.Result{owner, waiter} {
+		if err := idemtest.Recv(t, ch).Err; !errors.Is(err, idem.ErrResultTooLarge) || !idem.IsPermanent(err) {
+			t.Fatalf("%v, want a permanent ErrResultTooLarge", err)
+		}
+	}
+	if _, err := idem.Do(bg, rt, "big", idemtest.MustNotRun(t)); !errors.Is(err, idem.ErrResultTooLarge) {
+		t.Fatalf("replay: %v", err)
+	}
+	if g.Runs() != 1 {
+		t.Fatalf("fn ran %d times", g.Runs())
 	}
 }
