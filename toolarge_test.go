@@ -42,6 +42,13 @@ func TestResultTooLargeForRedis(t *testing.T) {
 				st = plainStore{rs} // (poll_test.go): no SizeLimited
 			}
 			rt := idemtest.Runtime(t, idem.Options{Store: st, Shards: 1})
+			want := 1<<20 - store.RecordOverhead // the server's limit, less the store's overhead
+			if hide {
+				want = 64 << 20 // the default: the runtime does not know the limit
+			}
+			if got := rt.MaxResultBytes(); got != want {
+				t.Fatalf("MaxResultBytes = %d, want %d", got, want)
+			}
 			ctx := context.Background()
 			g := idemtest.NewGate()
 			owner := idemtest.GoDo(ctx, rt, "big", g.Fn(strings.Repeat("x", 2<<20), nil))
