@@ -1,0 +1,260 @@
+package kafka_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/idemrt/idem"
+	"github.com/idemrt/idem/consume"
+	"github.com/idemrt/idem/consume/kafka"
+	"github.com/idemrt/idem/internal/idemtest"
+)
+
+// Records produced twice, to the same partition and to another one, run
+// once each; every offset is committed.
+func TestDuplicatesRunOnce(t *testing.T) {
+	e := newEnv(t, 3)
+	f := newEffects()
+	e.start(t, kafka.Options{Handler: func(ctx context.Context, r *kafka.Record) error {
+		f.add(r.Key)
+		return nil
+	}})
+	ids := keys("order", 30)
+	for i, id := range ids {
+		e.produce(t, int32(i%3), id, 2)     // a producer's retry
+		e.produce(t, int32((i+1)%3), id, 1) // and a copy elsewhere
+	}
+	e.allCommitted(t, 3)
+	for _, id := range ids {
+		if n := f.get(id); n != 1 {
+			t.Errorf("%s ran %d times, want 1", id, n)
+		}
+	}
+}
+
+// No offset is committed before the record's result is stored: each
+// OffsetCommit the cluster receives is checked against the store.
+func TestCommitsOnlyAfterStore(t *testing.T) {
+	e := newEnv(t, 1)
+	var (
+		mu     sync.Mutex
+		byOff  = map[int64]string{} // offset -> idem key
+		errs   []string
+		gate   = make(chan struct{})
+		inside = make(chan struct{}, 1)
+	)
+	e.watchCommits(func(c commit) {
+		mu.Lock()
+		defer mu.Unlock()
+		for off := range c.offset {
+			k, ok := byOff[off]
+			if !ok {
+				errs = append(errs, "commit past a record never handled")
+				continue
+			}
+			st, err := e.rt.State(context.Background(), k)
+			if err != nil || st.Status != idem.KeyCompleted {
+				errs = append(errs, "commit of "+k+" before its result is stored: "+st.Status.String())
+			}
+		}
+	})
+	e.start(t, kafka.Options{
+		Handler: func(ctx context.Context, r *kafka.Record) error {
+			if r.Key == "slow" {
+				inside <- struct{}{}
+				<-gate
+			}
+			return nil
+		},
+		OnVerdict: func(r *kafka.Record, v consume.Verdict) {
+			mu.Lock()
+			byOff[r.Offset] = v.Key
+			mu.Unlock()
+		},
+	})
+	e.produce(t, 0, "a", 1)
+	e.produce(t, 0, "slow", 1)
+	e.produce(t, 0, "b", 1)
+	idemtest.Recv(t, inside)
+	idemtest.Eventually(t, "the record before the slow one committed", func() bool { return e.committed(t, 0) == 1 })
+	// Commits go on every 50ms; none passes the slow record while it runs.
+	for range 5 {
+		if o := e.committed(t, 0); o != 1 {
+			t.Fatalf("committed %d while the record at 1 runs", o)
+		}
+		time.Sleep(60 * time.Millisecond)
+	}
+	close(gate)
+	e.allCommitted(t, 1)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(errs) > 0 {
+		t.Fatal(strings.Join(errs, "\n"))
+	}
+}
+
+// A transient error is retried in place, with the records behind it
+// waiting: the order within the partition is kept.
+func TestTransientErrorRetriesInPlace(t *testing.T) {
+	e := newEnv(t, 1)
+	var (
+		mu    sync.Mutex
+		order []string
+	)
+	f := newEffects()
+	e.start(t, kafka.Options{Handler: func(ctx context.Context, r *kafka.Record) error {
+		if n := f.add(r.Key); r.Key == "flaky" && n < 3 {
+			return errors.New("the service is down")
+		}
+		mu.Lock()
+		order = append(order, r.Key)
+		mu.Unlock()
+		return nil
+	}})
+	for _, k := range []string{"a", "flaky", "b", "c"} {
+		e.produce(t, 0, k, 1)
+	}
+	e.allCommitted(t, 1)
+	mu.Lock()
+	defer mu.Unlock()
+	if want := []string{"a", "flaky", "b", "c"}; !slices.Equal(order, want) {
+		t.Errorf("done in order %v, want %v", order, want)
+	}
+	if n := f.get("flaky"); n != 3 {
+		t.Errorf("flaky ran %d times, want 3", n)
+	}
+}
+
+// With a retry topic, a record whose attempts in place are spent goes
+// there and its partition moves on; its retry runs in the first topic's
+// scope, so a success there is the record's one effect.
+func TestRetryTopic(t *testing.T) {
+	e := newEnv(t, 1)
+	f := newEffects()
+	done := make(chan string, 10)
+	e.start(t, kafka.Options{RetryTopic: retry, InPlaceAttempts: 2,
+		Handler: func(ctx context.Context, r *kafka.Record) error {
+			if n := f.add(r.Key); r.Key == "flaky" && n <= 2 {
+				return errors.New("the service is down")
+			}
+			done <- r.Topic + ":" + r.Key
+			return nil
+		}})
+	e.produce(t, 0, "flaky", 1)
+	e.produce(t, 0, "b", 1)
+	got := []string{idemtest.Recv(t, done), idemtest.Recv(t, done)}
+	slices.Sort(got)
+	if want := []string{"orders-retry:flaky", "orders:b"}; !slices.Equal(got, want) {
+		t.Fatalf("done: %v, want %v", got, want)
+	}
+	e.allCommitted(t, 1)
+	if n := f.get("flaky"); n != 3 {
+		t.Errorf("flaky ran %d times, want 3", n)
+	}
+}
+
+// A permanent error sends a copy to the dead-letter topic, then commits;
+// the record's duplicate replays the error and goes there too, without
+// running the handler.
+func TestPermanentErrorGoesToDeadLetterTopic(t *testing.T) {
+	e := newEnv(t, 1)
+	f := newEffects()
+	e.start(t, kafka.Options{DeadLetterTopic: dlt, Handler: func(ctx context.Context, r *kafka.Record) error {
+		f.add(r.Key)
+		if r.Key == "bad" {
+			return idem.Permanent(errors.New("card declined"))
+		}
+		return nil
+	}})
+	e.produce(t, 0, "bad", 2)
+	e.produce(t, 0, "good", 1)
+	e.allCommitted(t, 1)
+	if n := f.get("bad"); n != 1 {
+		t.Errorf("bad ran %d times, want 1", n)
+	}
+	recs := e.read(t, dlt, 2)
+	for _, r := range recs {
+		h := map[string]string{}
+		for _, x := range r.Headers {
+			h[x.Key] = string(x.Value)
+		}
+		if h[kafka.DefaultKeyHeader] != "bad" || h[kafka.TopicHeader] != topic || h[kafka.PartitionHeader] != "0" ||
+			!strings.Contains(h[kafka.ErrorHeader], "card declined") || string(r.Value) != "value of bad" {
+			t.Errorf("dead letter %q with headers %v", r.Value, h)
+		}
+	}
+}
+
+// A dead-letter copy that cannot be produced keeps the record
+// uncommitted, and the records behind it wait, until it can.
+func TestFailedDeadLetterDoesNotCommit(t *testing.T) {
+	e := newEnv(t, 1)
+	var (
+		mu      sync.Mutex
+		refuse  = true
+		refused int
+	)
+	// The test's records first: every produce after them is the
+	// consumer's dead-letter copy.
+	e.produce(t, 0, "bad", 1)
+	e.produce(t, 0, "good", 1)
+	e.kc.ControlKey(int16(kmsg.Produce), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		e.kc.KeepControl()
+		mu.Lock()
+		defer mu.Unlock()
+		r, ok := refuseProduce(req, refuse)
+		if ok {
+			refused++
+		}
+		return r, nil, ok
+	})
+	e.start(t, kafka.Options{DeadLetterTopic: dlt, Handler: func(ctx context.Context, r *kafka.Record) error {
+		if r.Key == "bad" {
+			return idem.Permanent(errors.New("card declined"))
+		}
+		return nil
+	}})
+	idemtest.Eventually(t, "two dead-letter copies refused", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return refused >= 2
+	})
+	if o := e.committed(t, 0); o > 0 {
+		t.Fatalf("committed %d while the dead letter is refused", o)
+	}
+	mu.Lock()
+	refuse = false
+	mu.Unlock()
+	e.allCommitted(t, 1)
+	if recs := e.read(t, dlt, 1); string(recs[0].Value) != "value of bad" {
+		t.Errorf("dead letter %q", recs[0].Value)
+	}
+}
+
+// read reads n records of tpc from its start.
+func (e *env) read(t *testing.T, tpc string, n int) []*kgo.Record {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(e.kc.Addrs...), kgo.ConsumeTopics(tpc),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var out []*kgo.Record
+	ctx := testCtx(t)
+	for len(out) < n && ctx.Err() == nil {
+		cl.PollFetches(ctx).EachRecord(func(r *kgo.Record) { out = append(out, r) })
+	}
+	if len(out) < n {
+		t.Fatalf("%d records on %s, want %d", len(out), tpc, n)
+	}
+	return out
+}
