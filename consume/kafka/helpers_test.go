@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -244,4 +245,26 @@ func refuseProduce(req kmsg.Request, refuse bool) (kmsg.Response, bool) {
 		resp.Topics = append(resp.Topics, rt)
 	}
 	return resp, true
+}
+
+// assignedTo returns the member the group assigns partition of the topic
+// to ("" for none).
+func (e *env) assignedTo(t testing.TB, partition int32) string {
+	t.Helper()
+	gs, err := e.adm.DescribeGroups(testCtx(t), group)
+	if err != nil {
+		return ""
+	}
+	for _, m := range gs[group].Members {
+		a, ok := m.Assigned.AsConsumer()
+		if !ok {
+			continue
+		}
+		for _, tt := range a.Topics {
+			if tt.Topic == topic && slices.Contains(tt.Partitions, partition) {
+				return m.MemberID
+			}
+		}
+	}
+	return ""
 }
