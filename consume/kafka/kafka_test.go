@@ -176,12 +176,22 @@ func TestPermanentErrorGoesToDeadLetterTopic(t *testing.T) {
 	}})
 	e.produce(t, 0, "bad", 2)
 	e.produce(t, 0, "good", 1)
+	// A record without a key never runs, and is dead-lettered too.
+	if err := e.prod.ProduceSync(testCtx(t), &kgo.Record{Topic: topic, Value: []byte("no key")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
 	e.allCommitted(t, 1)
 	if n := f.get("bad"); n != 1 {
 		t.Errorf("bad ran %d times, want 1", n)
 	}
-	recs := e.read(t, dlt, 2)
-	for _, r := range recs {
+	if n := f.get(""); n != 0 {
+		t.Errorf("the record without a key ran %d times", n)
+	}
+	recs := e.read(t, dlt, 3)
+	if string(recs[2].Value) != "no key" {
+		t.Errorf("third dead letter %q, want the record without a key", recs[2].Value)
+	}
+	for _, r := range recs[:2] {
 		h := map[string]string{}
 		for _, x := range r.Headers {
 			h[x.Key] = string(x.Value)
