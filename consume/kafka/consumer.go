@@ -17,8 +17,8 @@ import (
 )
 
 // Consumer is a consumer-group member that runs each record's handler once
-// per key. Build it with [New], start it with [Run], stop it by ending
-// Run's context or with [Consumer.Close]. It owns a kgo.Client and, while
+// per key. Build it with [New], start it with [Consumer.Run], stop it by
+// ending Run's context or with [Consumer.Close]. It owns a kgo.Client and, while
 // Run runs, a goroutine per partition it is handling and one that commits.
 type Consumer struct {
 	o  Options

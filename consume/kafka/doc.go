@@ -10,8 +10,9 @@
 //   - keys it by its Idempotency-Key header ([DefaultKeyHeader]), another
 //     header ([HeaderKey]), the record key ([RecordKey]) or a function of
 //     your own (Options.Key), scoped by topic and group (Options.Scope):
-//     a record without a key is never run (see consume.Options.MissingKey;
-//     by default it is given up, with a warning logged);
+//     a record without a key is never run (see consume.Options.MissingKey:
+//     by default it is given up, with a warning logged; with Retry it is
+//     retried in place every MaxDelay, holding its partition);
 //   - runs the handler through consume.HandleWith (idem.Do underneath, or
 //     Options.Run in its place; package kafkatx runs it in a PostgreSQL
 //     transaction), one record at a time per partition, the partitions in
