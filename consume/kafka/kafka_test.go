@@ -3,6 +3,7 @@ package kafka_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -43,10 +44,10 @@ func TestDuplicatesRunOnce(t *testing.T) {
 // No offset is committed before the record's result is stored: each
 // OffsetCommit the cluster receives is checked against the store.
 func TestCommitsOnlyAfterStore(t *testing.T) {
-	e := newEnv(t, 1)
+	e := newEnv(t, 2)
 	var (
 		mu     sync.Mutex
-		byOff  = map[int64]string{} // offset -> idem key
+		byOff  = map[[2]int64]string{} // partition, offset -> idem key
 		errs   []string
 		gate   = make(chan struct{})
 		inside = make(chan struct{}, 1)
@@ -55,7 +56,7 @@ func TestCommitsOnlyAfterStore(t *testing.T) {
 		mu.Lock()
 		defer mu.Unlock()
 		for off := range c.offset {
-			k, ok := byOff[off]
+			k, ok := byOff[[2]int64{int64(c.partition), off}]
 			if !ok {
 				errs = append(errs, "commit past a record never handled")
 				continue
@@ -76,7 +77,7 @@ func TestCommitsOnlyAfterStore(t *testing.T) {
 		},
 		OnVerdict: func(r *kafka.Record, v consume.Verdict) {
 			mu.Lock()
-			byOff[r.Offset] = v.Key
+			byOff[[2]int64{int64(r.Partition), r.Offset}] = v.Key
 			mu.Unlock()
 		},
 	})
@@ -85,15 +86,19 @@ func TestCommitsOnlyAfterStore(t *testing.T) {
 	e.produce(t, 0, "b", 1)
 	idemtest.Recv(t, inside)
 	idemtest.Eventually(t, "the record before the slow one committed", func() bool { return e.committed(t, 0) == 1 })
-	// Commits go on every 50ms; none passes the slow record while it runs.
-	for range 5 {
+	// While the slow record runs, the other partition's records are
+	// committed one by one; the slow one's partition stays at 1.
+	for i := range 3 {
+		e.produce(t, 1, fmt.Sprint("other-", i), 1)
+		idemtest.Eventually(t, "the other partition's record committed", func() bool {
+			return e.committed(t, 1) == int64(i+1)
+		})
 		if o := e.committed(t, 0); o != 1 {
 			t.Fatalf("committed %d while the record at 1 runs", o)
 		}
-		time.Sleep(60 * time.Millisecond)
 	}
 	close(gate)
-	e.allCommitted(t, 1)
+	e.allCommitted(t, 2)
 	mu.Lock()
 	defer mu.Unlock()
 	if len(errs) > 0 {
