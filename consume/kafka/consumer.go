@@ -168,11 +168,23 @@ func (c *Consumer) pollLoop(ctx context.Context) {
 			}
 		})
 		if ctx.Err() == nil {
+			// One batch per partition, in order, even if the poll holds
+			// a partition twice: its goroutine takes one at a time.
+			var order []tp
+			batches := map[tp][]*kgo.Record{}
 			fs.EachPartition(func(p kgo.FetchTopicPartition) {
-				if len(p.Records) > 0 {
-					c.dispatch(ctx, tp{p.Topic, p.Partition}, p.Records)
+				if len(p.Records) == 0 {
+					return
 				}
+				k := tp{p.Topic, p.Partition}
+				if _, ok := batches[k]; !ok {
+					order = append(order, k)
+				}
+				batches[k] = append(batches[k], p.Records...)
 			})
+			for _, k := range order {
+				c.dispatch(ctx, k, batches[k])
+			}
 		}
 		c.cl.AllowRebalance()
 	}
