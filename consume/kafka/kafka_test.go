@@ -273,3 +273,30 @@ func (e *env) read(t *testing.T, tpc string, n int) []*kgo.Record {
 	}
 	return out
 }
+
+// With Fingerprint, a key reused for another value is not replayed: the
+// record is given up to the dead-letter topic.
+func TestFingerprintMismatchIsGivenUp(t *testing.T) {
+	e := newEnv(t, 1)
+	f := newEffects()
+	e.start(t, kafka.Options{DeadLetterTopic: dlt, Fingerprint: true, Handler: func(ctx context.Context, r *kafka.Record) error {
+		f.add(r.Key + "=" + string(r.Value))
+		return nil
+	}})
+	e.produce(t, 0, "k", 2) // the same value twice: one run
+	r := &kgo.Record{Topic: topic, Value: []byte("another value"),
+		Headers: []kgo.RecordHeader{{Key: kafka.DefaultKeyHeader, Value: []byte("k")}}}
+	if err := e.prod.ProduceSync(testCtx(t), r).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	e.allCommitted(t, 1)
+	if n := f.get("k=value of k"); n != 1 {
+		t.Errorf("the first value ran %d times, want 1", n)
+	}
+	if n := f.get("k=another value"); n != 0 {
+		t.Errorf("the other value ran %d times, want 0", n)
+	}
+	if recs := e.read(t, dlt, 1); string(recs[0].Value) != "another value" {
+		t.Errorf("dead letter %q", recs[0].Value)
+	}
+}
