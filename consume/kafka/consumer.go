@@ -45,13 +45,21 @@ type tp struct {
 
 // part is the goroutine handling one partition's records, one at a time.
 type part struct {
-	tp      tp
-	ctx     context.Context
-	cancel  context.CancelFunc
-	batches chan []*kgo.Record
-	done    chan struct{}
-	fenced  bool // revoked or lost: commits nothing more (under Consumer.mu)
+	tp     tp
+	ctx    context.Context
+	cancel context.CancelFunc
+	wake   chan struct{} // records queued
+	done   chan struct{}
+	// Under Consumer.mu:
+	queue  []*kgo.Record // fetched, not yet handled, in order
+	paused bool          // fetching paused (a full queue, a retry in place)
+	fenced bool          // revoked or lost: commits nothing more
 }
+
+// pauseAt is the queued records at which a partition's fetching is paused;
+// it is resumed once the queue is under half that (and no record is being
+// retried in place).
+const pauseAt = 1000
 
 // New returns a consumer for opts whose kgo.Client is built with kopts
 // (the seed brokers, at least) and the options the consumer needs:
@@ -152,10 +160,10 @@ func (c *Consumer) Close() {
 	c.cl.CloseAllowingRebalance()
 }
 
-// pollLoop polls and hands each partition's records to its goroutine,
-// pausing the partition until they are done, so each poll returns only
-// partitions that are free. Rebalances wait (BlockRebalanceOnPoll) only
-// while the records are handed out.
+// pollLoop polls and queues each partition's records for its goroutine.
+// A partition is paused while its queue is full or a record of it is
+// retried in place. Rebalances wait (BlockRebalanceOnPoll) only while the
+// records are handed out.
 func (c *Consumer) pollLoop(ctx context.Context) {
 	for ctx.Err() == nil {
 		fs := c.cl.PollFetches(ctx)
@@ -168,8 +176,7 @@ func (c *Consumer) pollLoop(ctx context.Context) {
 			}
 		})
 		if ctx.Err() == nil {
-			// One batch per partition, in order, even if the poll holds
-			// a partition twice: its goroutine takes one at a time.
+			// One batch per partition, in the poll's order.
 			var order []tp
 			batches := map[tp][]*kgo.Record{}
 			fs.EachPartition(func(p kgo.FetchTopicPartition) {
@@ -190,46 +197,67 @@ func (c *Consumer) pollLoop(ctx context.Context) {
 	}
 }
 
-// dispatch pauses key's partition and gives recs to its goroutine.
+// dispatch queues recs for key's goroutine, pausing the partition when its
+// queue is full.
 func (c *Consumer) dispatch(ctx context.Context, key tp, recs []*kgo.Record) {
-	c.cl.PauseFetchPartitions(map[string][]int32{key.topic: {key.partition}})
 	c.mu.Lock()
 	p := c.parts[key]
 	if p == nil {
 		pctx, cancel := context.WithCancel(ctx)
-		p = &part{tp: key, ctx: pctx, cancel: cancel, batches: make(chan []*kgo.Record, 1), done: make(chan struct{})}
+		p = &part{tp: key, ctx: pctx, cancel: cancel, wake: make(chan struct{}, 1), done: make(chan struct{})}
 		c.parts[key] = p
 		go c.work(p)
 	}
+	p.queue = append(p.queue, recs...)
+	if len(p.queue) >= pauseAt {
+		c.pauseLocked(p)
+	}
 	c.mu.Unlock()
 	select {
-	case p.batches <- recs:
-	case <-p.ctx.Done():
+	case p.wake <- struct{}{}:
+	default:
 	}
 }
 
-// work handles p's batches, a record at a time, until p is canceled.
+// pauseLocked pauses p's fetching. Pausing and resuming happen under
+// Consumer.mu, so that p.paused is the client's state.
+func (c *Consumer) pauseLocked(p *part) {
+	if !p.paused && !p.fenced {
+		p.paused = true
+		c.cl.PauseFetchPartitions(map[string][]int32{p.tp.topic: {p.tp.partition}})
+	}
+}
+
+// resumeLocked resumes p's fetching if p's queue has room.
+func (c *Consumer) resumeLocked(p *part) {
+	if p.paused && !p.fenced && len(p.queue) < pauseAt/2 {
+		p.paused = false
+		c.cl.ResumeFetchPartitions(map[string][]int32{p.tp.topic: {p.tp.partition}})
+	}
+}
+
+// work handles p's records, one at a time, until p is canceled.
 func (c *Consumer) work(p *part) {
 	defer close(p.done)
 	for {
-		select {
-		case <-p.ctx.Done():
-			return
-		case recs := <-p.batches:
-			for _, r := range recs {
-				if !c.handle(p, r) {
-					return // canceled: the record stays uncommitted
-				}
-				c.mark(p, r)
-			}
-			c.mu.Lock()
-			fenced := p.fenced
+		c.mu.Lock()
+		if len(p.queue) == 0 {
 			c.mu.Unlock()
-			if fenced {
+			select {
+			case <-p.ctx.Done():
 				return
+			case <-p.wake:
 			}
-			c.cl.ResumeFetchPartitions(map[string][]int32{p.tp.topic: {p.tp.partition}})
+			continue
 		}
+		r := p.queue[0]
+		p.queue[0] = nil
+		p.queue = p.queue[1:]
+		c.mu.Unlock()
+		if !c.handle(p, r) {
+			return // canceled: the record stays uncommitted
+		}
+		c.mark(p, r)
 	}
 }
 
@@ -240,6 +268,7 @@ func (c *Consumer) mark(p *part, r *kgo.Record) {
 	if p.fenced {
 		return
 	}
+	c.resumeLocked(p)
 	m := c.pending[r.Topic]
 	if m == nil {
 		m = map[int32]kgo.EpochOffset{}
@@ -285,6 +314,9 @@ func (c *Consumer) handle(p *part, kr *kgo.Record) bool {
 		if p.ctx.Err() != nil {
 			return false
 		}
+		c.mu.Lock()
+		c.pauseLocked(p) // nothing more is fetched while the record waits
+		c.mu.Unlock()
 		if v.Outcome != idem.NoOutcome { // the handler failed: it counts
 			if c.o.InPlaceAttempts > 0 && tries >= c.o.InPlaceAttempts {
 				if c.o.RetryTopic != "" {
@@ -324,6 +356,9 @@ func (c *Consumer) forward(p *part, topic string, r *Record, err error) bool {
 		if p.ctx.Err() != nil {
 			return false
 		}
+		c.mu.Lock()
+		c.pauseLocked(p) // the partition waits for the copy
+		c.mu.Unlock()
 		c.o.Logger.Warn("kafka: producing a record's copy failed; retrying",
 			"topic", topic, "from", r.Topic, "partition", r.Partition, "offset", r.Offset, "error", perr.Error())
 		if !sleep(p.ctx, min(time.Duration(n)*100*time.Millisecond, 5*time.Second)) {

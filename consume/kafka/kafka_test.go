@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -115,15 +116,24 @@ func TestTransientErrorRetriesInPlace(t *testing.T) {
 		order []string
 	)
 	f := newEffects()
-	e.start(t, kafka.Options{Handler: func(ctx context.Context, r *kafka.Record) error {
-		if n := f.add(r.Key); r.Key == "flaky" && n < 3 {
+	var (
+		member      atomic.Pointer[kafka.Consumer]
+		pausedAtTry atomic.Bool // the partition paused when the record is tried again
+	)
+	member.Store(e.start(t, kafka.Options{Handler: func(ctx context.Context, r *kafka.Record) error {
+		n := f.add(r.Key)
+		if r.Key == "flaky" && n == 2 {
+			paused := member.Load().Client().PauseFetchPartitions(nil)
+			pausedAtTry.Store(slices.Contains(paused[topic], 0))
+		}
+		if r.Key == "flaky" && n < 3 {
 			return errors.New("the service is down")
 		}
 		mu.Lock()
 		order = append(order, r.Key)
 		mu.Unlock()
 		return nil
-	}})
+	}}))
 	for _, k := range []string{"a", "flaky", "b", "c"} {
 		e.produce(t, 0, k, 1)
 	}
@@ -135,6 +145,9 @@ func TestTransientErrorRetriesInPlace(t *testing.T) {
 	}
 	if n := f.get("flaky"); n != 3 {
 		t.Errorf("flaky ran %d times, want 3", n)
+	}
+	if !pausedAtTry.Load() {
+		t.Error("the partition was not paused while its record was retried in place")
 	}
 }
 
