@@ -313,3 +313,42 @@ func TestFingerprintMismatchIsGivenUp(t *testing.T) {
 		t.Errorf("dead letter %q", recs[0].Value)
 	}
 }
+
+// A partition whose goroutine falls behind is paused once 1,000 records
+// wait, and resumed once they are handled.
+func TestFullQueuePausesThePartition(t *testing.T) {
+	e := newEnv(t, 1)
+	gate := make(chan struct{})
+	var handled atomic.Int64
+	member := e.start(t, kafka.Options{Handler: func(ctx context.Context, r *kafka.Record) error {
+		if r.Key == "first" {
+			<-gate
+		}
+		handled.Add(1)
+		return nil
+	}})
+	e.produce(t, 0, "first", 1)
+	ctx := testCtx(t)
+	for i := range 1500 {
+		r := &kgo.Record{Topic: topic, Value: []byte("v"),
+			Headers: []kgo.RecordHeader{{Key: kafka.DefaultKeyHeader, Value: fmt.Appendf(nil, "r%d", i)}}}
+		e.prod.Produce(ctx, r, func(_ *kgo.Record, err error) {
+			if err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	if err := e.prod.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	paused := func() bool { return slices.Contains(member.Client().PauseFetchPartitions(nil)[topic], 0) }
+	idemtest.Eventually(t, "the partition paused behind its blocked record", paused)
+	close(gate)
+	e.allCommitted(t, 1)
+	if n := handled.Load(); n != 1501 {
+		t.Errorf("%d records handled, want 1501", n)
+	}
+	if paused() {
+		t.Error("the partition is still paused with its queue empty")
+	}
+}
