@@ -100,7 +100,10 @@ type Options struct {
 	// RetryTopic, if set, receives a copy of a record whose retries in
 	// place are spent (InPlaceAttempts), and the record's offset is
 	// committed after the copy is acknowledged: its partition moves on.
-	// The consumer consumes it too (it is added to Topics).
+	// The consumer consumes it too (it is added to Topics), in the first
+	// topic's scope, its attempts counted on from the Idem-Attempt header
+	// (so its backoff goes on growing); a copy whose retries in place are
+	// spent again goes back to the retry topic.
 	// Default: none: records are retried in place until they succeed,
 	// unless InPlaceAttempts is set.
 	RetryTopic string
