@@ -73,7 +73,7 @@ func TestDeleteOnlyAfterStore(t *testing.T) {
 	a := e.adapter(t, sqs.Options{Consumer: c, Client: rec, OnVerdict: l.onVerdict,
 		Handler: func(ctx context.Context, m *sqs.Message) error {
 			idemKey.Store(m.IdemKey)
-			queued <- e.count(t) // the message is still in the queue while its handler runs
+			queued <- queuedNow(e) // the message is still in the queue while its handler runs
 			if runs.Add(1) == 1 {
 				return errors.New("the payment service is down")
 			}
@@ -388,5 +388,59 @@ func TestNewRefusesBadOptions(t *testing.T) {
 	var nilAdapter *sqs.Adapter
 	if err := nilAdapter.Run(context.Background()); !errors.Is(err, idem.ErrInvalidArgument) {
 		t.Errorf("Run on a nil adapter: %v", err)
+	}
+}
+
+// queuedNow is the number of messages in e's queue (-1 if unknown), for
+// goroutines that cannot fail the test.
+func queuedNow(e *env) (n int) {
+	defer func() {
+		if recover() != nil {
+			n = -1
+		}
+	}()
+	return queued(e.cl, e.url)
+}
+
+// Run stops when its context ends: the message whose handler still runs
+// is given back (Retry) and stays in the queue; the handler goes on,
+// detached, and stores its result for the next receive to replay.
+func TestRunStopsOnCancel(t *testing.T) {
+	e := newEnv(t, 5, nil)
+	c := consumer(t, idem.Options{}, consume.Options{})
+	l := newLedger()
+	started := make(chan struct{})
+	gate := make(chan struct{})
+	a := e.adapter(t, sqs.Options{Consumer: c, OnVerdict: l.onVerdict, Handler: func(ctx context.Context, m *sqs.Message) error {
+		close(started)
+		<-gate
+		l.effect(m.Key)
+		return nil
+	}})
+	e.send(t, "order-1", "x")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	idemtest.Recv(t, started)
+	cancel()
+	if err := idemtest.Recv(t, done); !errors.Is(err, context.Canceled) {
+		t.Errorf("Run: %v, want context.Canceled", err)
+	}
+	if d := l.decisions("order-1"); len(d) != 1 || d[0] != consume.Retry {
+		t.Errorf("decisions %v, want [retry]", d)
+	}
+	if n := e.count(t); n != 1 {
+		t.Errorf("%d messages in the queue, want 1", n)
+	}
+	close(gate)
+	// The next consumer replays the detached run's result.
+	b := e.adapter(t, sqs.Options{Consumer: c, OnVerdict: l.onVerdict, Handler: func(ctx context.Context, m *sqs.Message) error {
+		l.effect(m.Key)
+		return nil
+	}})
+	run(t, b)
+	idemtest.Eventually(t, "the message deleted", func() bool { return e.count(t) == 0 })
+	if n := l.count("order-1"); n != 1 {
+		t.Errorf("%d effects, want 1", n)
 	}
 }
