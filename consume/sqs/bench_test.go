@@ -127,4 +127,3 @@ func idemDrain(b *testing.B, e *env) {
 	cancel()
 	<-done
 }
-
