@@ -47,13 +47,8 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	emu.Close()
 	if code == 0 {
-		// The SDK's HTTP client keeps idle connections, whose goroutines
-		// end when the emulator's side closes them.
-		if err := goleak.Find(
-			goleak.IgnoreTopFunction("net/http.(*persistConn).readLoop"),
-			goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"),
-			goleak.IgnoreTopFunction("internal/poll.runtime_pollWait"),
-		); err != nil {
+		// The SDK clients' idle connections end with the emulator.
+		if err := goleak.Find(); err != nil {
 			fmt.Fprintln(os.Stderr, "goleak:", err)
 			code = 1
 		}

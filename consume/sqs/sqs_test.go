@@ -200,18 +200,20 @@ func TestPermanent(t *testing.T) {
 func TestVisibilityExtendedWhileRunning(t *testing.T) {
 	e := newEnv(t, 2, nil)
 	rec := newRecorder(e.cl)
+	var extensions atomic.Int32
+	rec.onVisible = func(*awssqs.ChangeMessageVisibilityInput) { extensions.Add(1) }
 	var runs atomic.Int32
-	done := make(chan struct{})
-	a := e.adapter(t, sqs.Options{Client: rec, VisibilityTimeout: 2 * time.Second, Extend: 500 * time.Millisecond,
-		Handler: func(ctx context.Context, m *sqs.Message) error {
-			runs.Add(1)
-			time.Sleep(5 * time.Second) // the slow handler: 2.5 visibility timeouts
-			close(done)
-			return nil
-		}})
+	gate := make(chan struct{})
+	a := e.adapter(t, sqs.Options{Client: rec, Extend: 400 * time.Millisecond, Handler: func(ctx context.Context, m *sqs.Message) error {
+		runs.Add(1)
+		<-gate // the slow handler
+		return nil
+	}})
 	e.send(t, "order-1", "x")
 	run(t, a)
-	idemtest.Recv(t, done)
+	// Two visibility timeouts: an extension every fifth of one.
+	idemtest.Eventually(t, "ten extensions", func() bool { return extensions.Load() >= 10 })
+	close(gate)
 	idemtest.Eventually(t, "the message deleted", func() bool { return e.count(t) == 0 })
 	for id, n := range rec.receives() {
 		if n != 1 {
@@ -443,4 +445,109 @@ func TestRunStopsOnCancel(t *testing.T) {
 	if n := l.count("order-1"); n != 1 {
 		t.Errorf("%d effects, want 1", n)
 	}
+}
+
+// A copy received by a second consumer while the first copy's handler
+// runs waits for it (Settle), its visibility extended meanwhile: it is
+// received once, and acknowledged with the first run's result.
+func TestWaitingDuplicateKeptInvisible(t *testing.T) {
+	e := newEnv(t, 2, nil)
+	c := consumer(t, idem.Options{}, consume.Options{Policy: idem.Policy{Settle: 10 * time.Second}})
+	rec := newRecorder(e.cl)
+	var extMu sync.Mutex
+	extensions := map[string]int{} // per receipt handle
+	rec.onVisible = func(in *awssqs.ChangeMessageVisibilityInput) {
+		extMu.Lock()
+		extensions[aws.ToString(in.ReceiptHandle)]++
+		extMu.Unlock()
+	}
+	l := newLedger()
+	started := make(chan struct{})
+	gate := make(chan struct{})
+	slow := e.adapter(t, sqs.Options{Consumer: c, Client: rec, OnVerdict: l.onVerdict, Extend: 400 * time.Millisecond,
+		Handler: func(ctx context.Context, m *sqs.Message) error {
+			l.effect(m.Key)
+			close(started)
+			<-gate
+			return nil
+		}})
+	e.send(t, "order-1", "x")
+	run(t, slow)
+	idemtest.Recv(t, started)
+	waiter := e.adapter(t, sqs.Options{Consumer: c, Client: rec, OnVerdict: l.onVerdict, Extend: 400 * time.Millisecond,
+		Handler: func(ctx context.Context, m *sqs.Message) error {
+			l.effect(m.Key)
+			return nil
+		}})
+	e.send(t, "order-1", "x") // the producer's retry
+	run(t, waiter)
+	idemtest.Eventually(t, "both copies received", func() bool { return len(rec.receives()) == 2 })
+	// Both copies kept invisible past two visibility timeouts (an
+	// extension every fifth of one), while the first run holds the key.
+	idemtest.Eventually(t, "both copies extended ten times", func() bool {
+		extMu.Lock()
+		defer extMu.Unlock()
+		if len(extensions) != 2 {
+			return false
+		}
+		for _, n := range extensions {
+			if n < 10 {
+				return false
+			}
+		}
+		return true
+	})
+	close(gate)
+	idemtest.Eventually(t, "both copies deleted and reported", func() bool {
+		return e.count(t) == 0 && len(l.decisions("order-1")) == 2
+	})
+	for id, n := range rec.receives() {
+		if n != 1 {
+			t.Errorf("message %s received %d times, want 1", id, n)
+		}
+	}
+	if n := l.count("order-1"); n != 1 {
+		t.Errorf("%d effects, want 1", n)
+	}
+	var joined int
+	l.mu.Lock()
+	for _, v := range l.verdicts["order-1"] {
+		if v.Decision == consume.Ack && v.Outcome == idem.Joined {
+			joined++
+		}
+	}
+	l.mu.Unlock()
+	if joined != 1 {
+		t.Errorf("verdicts %v, want one ack joined", l.verdicts["order-1"])
+	}
+}
+
+// A receive that fails (a queue that does not exist) is logged and tried
+// again after a backoff, until Run's context ends.
+func TestRunRetriesFailedReceives(t *testing.T) {
+	e := newEnv(t, 1, nil)
+	var fails atomic.Int32
+	a := e.adapter(t, sqs.Options{QueueURL: e.url + "-missing", Client: failCounter{e.cl, &fails}, Handler: noop})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	idemtest.Eventually(t, "receives tried again", func() bool { return fails.Load() >= 3 })
+	cancel()
+	if err := idemtest.Recv(t, done); !errors.Is(err, context.Canceled) {
+		t.Errorf("Run: %v, want context.Canceled", err)
+	}
+}
+
+// failCounter counts the receives that fail.
+type failCounter struct {
+	sqs.Client
+	n *atomic.Int32
+}
+
+func (f failCounter) ReceiveMessage(ctx context.Context, in *awssqs.ReceiveMessageInput, opts ...func(*awssqs.Options)) (*awssqs.ReceiveMessageOutput, error) {
+	out, err := f.Client.ReceiveMessage(ctx, in, opts...)
+	if err != nil {
+		f.n.Add(1)
+	}
+	return out, err
 }
