@@ -95,6 +95,8 @@ type Options struct {
 	// Default: QueueURL, which names the account, region and queue: two
 	// queues fed by one producer (an SNS fan-out) each run a message once.
 	// Set one scope on several queues to run a message once across them.
+	// Every consumer of a queue must give it the same URL (or the same
+	// Scope): SQS accepts more than one form of a queue's URL.
 	Scope string
 
 	// KeyAttribute is the message attribute read by the default Key.
