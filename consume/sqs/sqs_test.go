@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -550,4 +551,44 @@ func (f failCounter) ReceiveMessage(ctx context.Context, in *awssqs.ReceiveMessa
 		f.n.Add(1)
 	}
 	return out, err
+}
+
+// A retry after MaxVisibility asks for no delay past it: the message is
+// made visible at once (visibility 0) rather than refused by SQS.
+func TestRetryDelayWithinMaxVisibility(t *testing.T) {
+	const limit = 2 * time.Second
+	e := newEnv(t, 1, nil)
+	c := consumer(t, idem.Options{}, consume.Options{MinDelay: 5 * time.Second, MaxDelay: 5 * time.Second})
+	rec := newRecorder(e.cl)
+	var mu sync.Mutex
+	var asked []int32
+	rec.onVisible = func(in *awssqs.ChangeMessageVisibilityInput) {
+		mu.Lock()
+		asked = append(asked, in.VisibilityTimeout)
+		mu.Unlock()
+	}
+	var runs atomic.Int32
+	a := e.adapter(t, sqs.Options{Consumer: c, Client: rec, Concurrency: 1, MaxVisibility: limit,
+		Handler: func(ctx context.Context, m *sqs.Message) error {
+			if runs.Add(1) == 1 {
+				for time.Since(m.ReceivedAt) <= limit { // the handler outlasts MaxVisibility
+					time.Sleep(50 * time.Millisecond)
+				}
+				return errors.New("transient")
+			}
+			return nil
+		}})
+	e.send(t, "order-1", "x")
+	run(t, a)
+	idemtest.Eventually(t, "the retry deleted", func() bool { return e.count(t) == 0 })
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Contains(asked, 0) { // extensions never ask for 0: only the retry does
+		t.Errorf("visibility asked for %v; want the retry's at 0", asked)
+	}
+	for _, s := range asked {
+		if time.Duration(s)*time.Second > limit {
+			t.Errorf("visibility of %ds asked for, past MaxVisibility %v", s, limit)
+		}
+	}
 }
