@@ -97,9 +97,20 @@ func run() (map[string]int, error) {
 		shipped = map[string]int{}
 		answers = map[string]int{}
 	)
+	joined := make(chan struct{}) // closed once the second member is in the group
 	handler := func(ctx context.Context, r *kafka.Record) error {
 		if r.Key == refused {
 			return idem.Permanent(errors.New("no such address"))
+		}
+		mu.Lock()
+		half := len(shipped) >= numOrders/2
+		mu.Unlock()
+		if half { // the second half waits for the second member: a rebalance mid-run
+			select {
+			case <-joined:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
 		}
 		time.Sleep(20 * time.Millisecond) // the carrier's API
 		mu.Lock()
@@ -110,11 +121,7 @@ func run() (map[string]int, error) {
 	onVerdict := func(r *kafka.Record, v consume.Verdict) {
 		mu.Lock()
 		answers[v.Decision.String()+"/"+v.Outcome.String()]++
-		n := answers["ack/executed"] + answers["ack/replayed"] + answers["ack/joined"] + answers["term/executed"] + answers["term/replayed"]
 		mu.Unlock()
-		if n == produced {
-			cancel() // all answered
-		}
 	}
 
 	// Two members, each with a runtime of its own on one store (one
@@ -159,6 +166,21 @@ func run() (map[string]int, error) {
 	}
 	fmt.Println("a second member joins the group")
 	wg.Go(func() { errs <- b.Run(ctx) })
+	for { // until the group has rebalanced with it
+		if id, gen := b.Client().GroupMetadata(); id != "" && gen > 0 || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	close(joined)
+	adm := kadm.NewClient(prod)
+	for !allCommitted(ctx, adm) { // the group is done when every offset is committed
+		if ctx.Err() != nil {
+			return nil, errors.New("not every record was committed within a minute")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
 	wg.Wait()
 	a.Close()
 	b.Close()
@@ -180,16 +202,36 @@ func run() (map[string]int, error) {
 	for _, k := range kinds {
 		fmt.Printf("  %-16s %d\n", k, answers[k])
 	}
-	if err := report(context.Background(), prod); err != nil {
+	if err := report(context.Background(), adm); err != nil {
 		return nil, err
 	}
 	return shipped, nil
 }
 
+// allCommitted reports whether the group's committed offsets are the
+// partitions' ends.
+func allCommitted(ctx context.Context, adm *kadm.Client) bool {
+	committed, err := adm.FetchOffsets(ctx, group)
+	if err != nil {
+		return false
+	}
+	ends, err := adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		return false
+	}
+	for p := range int32(partitions) {
+		c, ok := committed.Lookup(topic, p)
+		e, _ := ends.Lookup(topic, p)
+		if !ok || c.At != e.Offset {
+			return false
+		}
+	}
+	return true
+}
+
 // report prints the group's committed offsets against the partitions'
 // ends, and the dead-letter topic's length.
-func report(ctx context.Context, cl *kgo.Client) error {
-	adm := kadm.NewClient(cl)
+func report(ctx context.Context, adm *kadm.Client) error {
 	committed, err := adm.FetchOffsets(ctx, group)
 	if err != nil {
 		return err
