@@ -13,6 +13,7 @@ import (
 
 	"github.com/idemrt/idem"
 	"github.com/idemrt/idem/consume"
+	"github.com/idemrt/idem/store"
 )
 
 // Headers the consumer reads and writes.
@@ -178,8 +179,8 @@ func (o *Options) validate() error {
 		return bad("Handler is nil")
 	case o.InPlaceAttempts < 0:
 		return bad("InPlaceAttempts is %d; it must not be negative", o.InPlaceAttempts)
-	case o.CommitInterval < 0:
-		return bad("CommitInterval is %v; it must not be negative", o.CommitInterval)
+	case o.CommitInterval < 0 || o.CommitInterval > store.MaxDuration:
+		return bad("CommitInterval is %v; it must be between 0 (the default) and %v", o.CommitInterval, store.MaxDuration)
 	case o.InPlaceAttempts > 0 && o.RetryTopic == "" && o.DeadLetterTopic == "":
 		return bad("InPlaceAttempts is set without a RetryTopic or a DeadLetterTopic; a record whose attempts are spent would be lost")
 	case o.DeadLetterTopic != "" && slices.Contains(o.Topics, o.DeadLetterTopic):

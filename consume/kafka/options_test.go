@@ -3,6 +3,7 @@ package kafka_test
 import (
 	"context"
 	"errors"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -34,6 +35,7 @@ func TestNewRefusesBadOptions(t *testing.T) {
 		"no handler":        func(o *kafka.Options) { o.Handler = nil },
 		"negative attempts": func(o *kafka.Options) { o.InPlaceAttempts = -1 },
 		"negative interval": func(o *kafka.Options) { o.CommitInterval = -1 },
+		"huge interval":     func(o *kafka.Options) { o.CommitInterval = math.MaxInt64 },
 		"attempts, nowhere": func(o *kafka.Options) { o.InPlaceAttempts = 2 },
 		"dead letter topic": func(o *kafka.Options) { o.DeadLetterTopic = "t" },
 		"retry = dead":      func(o *kafka.Options) { o.DeadLetterTopic, o.RetryTopic = "d", "d" },

@@ -11,6 +11,7 @@ import (
 
 	"github.com/idemrt/idem"
 	"github.com/idemrt/idem/consume"
+	"github.com/idemrt/idem/store"
 )
 
 // Client is the part of the SDK's client the adapter calls: *sqs.Client
@@ -220,8 +221,8 @@ func New(opts Options) (*Adapter, error) {
 		{"VisibilityTimeout", opts.VisibilityTimeout}, {"Extend", opts.Extend},
 		{"MaxVisibility", opts.MaxVisibility}, {"WaitTime", opts.WaitTime}, {"AnswerTimeout", opts.AnswerTimeout},
 	} {
-		if d.v < 0 {
-			return nil, bad("%s is %v; it must not be negative (zero means the default)", d.name, d.v)
+		if d.v < 0 || d.v > store.MaxDuration {
+			return nil, bad("%s is %v; it must be between 0 (the default) and %v", d.name, d.v, store.MaxDuration)
 		}
 	}
 	if opts.VisibilityTimeout > MaxVisibility || opts.MaxVisibility > MaxVisibility {

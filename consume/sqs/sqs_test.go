@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -377,6 +378,8 @@ func TestNewRefusesBadOptions(t *testing.T) {
 		"over 12h":             func(o *sqs.Options) { o.MaxVisibility = 13 * time.Hour },
 		"wait over 20s":        func(o *sqs.Options) { o.WaitTime = 21 * time.Second },
 		"negative concurrency": func(o *sqs.Options) { o.Concurrency = -1 },
+		"huge answer timeout":  func(o *sqs.Options) { o.AnswerTimeout = math.MaxInt64 },
+		"negative answer":      func(o *sqs.Options) { o.AnswerTimeout = -time.Second },
 		"bad OnPermanent":      func(o *sqs.Options) { o.OnPermanent = 9 },
 	} {
 		o := good
