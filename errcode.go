@@ -43,8 +43,11 @@ func RegisterError(code string, sentinel error) error {
 		code:     code,
 		sentinel: sentinel,
 		match: func(err error) (string, bool) {
+			// The detail is the sentinel's own message, also when err wraps
+			// it (fmt.Errorf("charge: %w", sentinel)): what the replayed
+			// error's Detail and the admin command show.
 			if errors.Is(err, sentinel) {
-				return err.Error(), true
+				return sentinel.Error(), true
 			}
 			return "", false
 		},

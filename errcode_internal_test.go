@@ -34,8 +34,9 @@ func TestStoredErrorRoundTrip(t *testing.T) {
 		{errors.New("[idem:looks] like a code"), "", ""},
 		{errors.New("[idem:"), "", ""},
 		{errInternalCoded, "internal_coded", "coded"},
-		{fmt.Errorf("wrapped: %w", errInternalCoded), "internal_coded", "wrapped: coded"},
-		{fmt.Errorf("[idem:x] \"q\"\n%w", errInternalCoded), "internal_coded", "[idem:x] \"q\"\ncoded"},
+		// A wrapped sentinel keeps its own message as the detail.
+		{fmt.Errorf("wrapped: %w", errInternalCoded), "internal_coded", "coded"},
+		{fmt.Errorf("[idem:x] \"q\"\n%w", errInternalCoded), "internal_coded", "coded"},
 	} {
 		stored := storedError(c.err)
 		msg, code, detail := parseStoredError(stored)
