@@ -2,12 +2,10 @@ package main
 
 import (
 	"context"
-	"errors"
 
 	"golang.org/x/sync/errgroup"
 
 	"github.com/idemrt/idem/store"
-	"github.com/idemrt/idem/store/redisstore"
 )
 
 // inspectors bounds the Inspect calls in flight during a walk.
@@ -17,7 +15,7 @@ const inspectors = 8
 type found struct {
 	key     string
 	entry   store.Entry
-	corrupt *redisstore.CorruptError
+	corrupt *corruptRecord
 }
 
 // walk scans the keys that start with prefix, page by page, inspects each
@@ -62,9 +60,9 @@ func (c *conn) inspectAll(ctx context.Context, keys []string) ([]found, error) {
 	for i, k := range keys {
 		g.Go(func() error {
 			e, err := c.store.Inspect(gctx, k)
-			res[i] = found{key: k, entry: e}
+			res[i] = found{key: k, entry: e, corrupt: asCorrupt(err)}
 			switch {
-			case errors.As(err, &res[i].corrupt):
+			case res[i].corrupt != nil:
 			case err != nil:
 				return c.failed(err)
 			}
