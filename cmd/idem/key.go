@@ -10,8 +10,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/idemrt/idem/store"
 	"github.com/idemrt/idem/internal/keytext"
+	"github.com/idemrt/idem/store"
 )
 
 // keyReport is what get, state and forget tell about a key, as JSON.
