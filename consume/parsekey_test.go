@@ -1,0 +1,31 @@
+package consume_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/idemrt/idem/consume"
+)
+
+// ParseKey gives back the scope and key Key was given, for every scope
+// (escapes and digest marks among them), and refuses what Key cannot build.
+func TestParseKeyRoundTrip(t *testing.T) {
+	for _, scope := range []string{"", "s", "a:b", "100%", "%3A", "x%sha256", "ORDERS/billing"} {
+		for _, key := range []string{"k", "with:colons", strings.Repeat("z", 1500), "nul\x00"} {
+			k, err := consume.Key(scope, key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, ok := consume.ParseKey(k)
+			digest := len(key) > 1000 || strings.Contains(key, "\x00")
+			if !ok || p.Scope != scope || p.Digest != digest || (!digest && p.Key != key) {
+				t.Errorf("Key(%q, %.20q) = %.60q read as %+v %v", scope, key, k, p, ok)
+			}
+		}
+	}
+	for _, k := range []string{"consume:", "consume:scope", "consume:a%zz:k", "consume:s:", "other:s:k"} {
+		if p, ok := consume.ParseKey(k); ok {
+			t.Errorf("%q read as %+v", k, p)
+		}
+	}
+}
