@@ -38,6 +38,12 @@ type keyReport struct {
 	// ValueBase64 holds it (get only).
 	Value       *string `json:"value,omitempty"`
 	ValueBase64 *string `json:"value_base64,omitempty"`
+	// HTTP is the value when it is an HTTP response stored by httpidem
+	// (get only): Value and ValueBase64 are then left out.
+	HTTP *httpReport `json:"http,omitempty"`
+	// Consumer names the stream and consumer (or the scope) of a key a
+	// consume front end built.
+	Consumer *consumerReport `json:"consumer,omitempty"`
 	// Error is the stored permanent error's message (failed), ErrorCode
 	// the code its kind was registered under (idem.RegisterError), and
 	// ErrorDetail the registered error's own message when it was wrapped
@@ -99,7 +105,7 @@ func (c *conn) lookup(ctx context.Context, cfg *config) (keyReport, store.Entry,
 
 func newKeyReport(key, redisKey string, e store.Entry, now time.Time) keyReport {
 	r := keyReport{Key: key, RedisKey: redisKey, State: stateName(e),
-		KeyBase64: base64IfNotUTF8(key), RedisKeyBase64: base64IfNotUTF8(redisKey)}
+		KeyBase64: base64IfNotUTF8(key), RedisKeyBase64: base64IfNotUTF8(redisKey), Consumer: asConsumer(key)}
 	switch e.State {
 	case store.Held:
 		left, ends := e.LeaseLeft.Milliseconds(), now.Add(e.LeaseLeft).UTC()
@@ -158,10 +164,14 @@ func cmdGet(ctx context.Context, c *conn, cfg *config, out *printer) error {
 		return err
 	}
 	if e.State == store.Done && !e.Record.Failed {
-		if v := e.Record.Value; printable(v) {
+		v := e.Record.Value
+		r.HTTP = asHTTP(v, cfg.full)
+		switch {
+		case r.HTTP != nil:
+		case printable(v):
 			s := string(v)
 			r.Value = &s
-		} else {
+		default:
 			s := base64.StdEncoding.EncodeToString(v)
 			r.ValueBase64 = &s
 		}
@@ -183,6 +193,8 @@ func cmdGet(ctx context.Context, c *conn, cfg *config, out *printer) error {
 		if r.ErrorDetail != "" {
 			out.printf("error detail: %s\n", r.ErrorDetail)
 		}
+	case r.HTTP != nil:
+		printHTTP(out, r.HTTP)
 	case r.Value != nil:
 		out.printf("%s\n", *r.Value)
 	default:
@@ -210,6 +222,9 @@ func printKey(out *printer, r keyReport) {
 	out.field("key", "%s", r.Key)
 	if r.RedisKey != "" {
 		out.field("redis key", "%s", r.RedisKey)
+	}
+	if r.Consumer != nil {
+		out.field("consumer", "%s", consumerText(r.Consumer))
 	}
 	out.field("state", "%s", r.State)
 	if r.State == "absent" {

@@ -145,6 +145,10 @@ func cmdList(ctx context.Context, c *conn, cfg *config, out *printer) error {
 
 // listDetail is the rest of a human list line.
 func listDetail(r keyReport) string {
+	if r.Consumer != nil {
+		return "  (" + consumerText(r.Consumer) + ")" + listDetail(keyReport{State: r.State, Owner: r.Owner,
+			LeaseLeftMs: r.LeaseLeftMs, LeaseEndsAt: r.LeaseEndsAt, TTLLeftMs: r.TTLLeftMs, ValueBytes: r.ValueBytes, Error: r.Error})
+	}
 	switch {
 	case r.LeaseLeftMs != nil && *r.LeaseLeftMs == 0:
 		return fmt.Sprintf("  owner %s, lease ended %s", r.Owner, stamp(*r.LeaseEndsAt))

@@ -94,6 +94,7 @@ func eachStore(t *testing.T, fn func(t *testing.T, sc storeCase)) {
 		sc := mk(t)
 		t.Run(sc.name, func(t *testing.T) {
 			fill(t, sc)
+			checkFrontEnds(t, sc)
 			fn(t, sc)
 		})
 	}
