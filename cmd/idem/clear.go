@@ -125,7 +125,7 @@ func printClear(out *printer, rep clearReport) {
 		out.printf("skipped %s: in progress (owner %s, lease left %v)\n", s.Key, s.Owner, time.Duration(s.LeaseLeftMs)*time.Millisecond)
 	}
 	for _, n := range rep.NotIdem {
-		out.printf("left %s: Redis key %s is not an idem record: %s\n", n.Key, n.RedisKey, n.Reason)
+		out.printf("left %s: %s is not an idem record: %s\n", n.Key, recordText(n.RedisKey), n.Reason)
 	}
 	scope := fmt.Sprintf("keys starting with %q", rep.Prefix)
 	if rep.Prefix == "" {

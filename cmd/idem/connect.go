@@ -180,3 +180,12 @@ func (cfg *config) scopePrefix() string {
 	}
 	return cfg.keyPrefix
 }
+
+// recordText names a corrupt record's place in a message: its Redis key,
+// or its row's table on PostgreSQL.
+func recordText(name string) string {
+	if table, ok := strings.CutPrefix(name, "table "); ok {
+		return "its row in table " + table
+	}
+	return "Redis key " + name
+}
