@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/idemrt/idem/internal/keytext"
 	"github.com/idemrt/idem/store"
 )
 
@@ -86,7 +87,7 @@ func cmdClear(ctx context.Context, c *conn, cfg *config, out *printer) error {
 				return nil
 			}
 			if err != nil {
-				return c.failed(fmt.Errorf("forget %q: %w", f.key, err))
+				return c.failed(fmt.Errorf("forget %s: %w", keytext.Quote(f.key), err))
 			}
 			rep.add(f.key)
 		}

@@ -134,6 +134,9 @@ func cmdList(ctx context.Context, c *conn, cfg *config, out *printer) error {
 	for _, r := range rep.Keys {
 		out.printf("%-13s %s%s\n", r.State, r.Key, listDetail(r))
 	}
+	if len(rep.Keys) == 0 {
+		out.notef("no keys of state %s in %s", rep.State, scopeText(rep.Prefix))
+	}
 	if rep.NotIdem > 0 {
 		out.notef("%d keys listed are not idem records (see stats)", rep.NotIdem)
 	}
@@ -160,4 +163,12 @@ func listDetail(r keyReport) string {
 		return fmt.Sprintf("  expires in %v, %s", roundDuration(time.Duration(*r.TTLLeftMs)*time.Millisecond), bytesText(*r.ValueBytes))
 	}
 	return ""
+}
+
+// scopeText names the keys a prefix covers, in a note.
+func scopeText(prefix string) string {
+	if prefix == "" {
+		return "the store"
+	}
+	return fmt.Sprintf("keys starting with %q", prefix)
 }
