@@ -71,10 +71,7 @@ func (c *conn) resolve(cfg *config, arg string) (string, error) {
 	case cfg.scoped:
 		key = store.BuildKey(arg, store.Scope{Namespace: cfg.namespace, Version: cfg.version})
 	}
-	// A key longer than store.MaxKeyLen is left for the store to judge:
-	// Redis reads and forgets the records older versions stored under
-	// such keys (a scope's prefix added to a key at the limit).
-	if err := store.ValidateKey(key); err != nil && len(key) <= store.MaxKeyLen {
+	if err := store.ValidateKey(key); err != nil {
 		return "", usagef("%v", err)
 	}
 	return key, nil

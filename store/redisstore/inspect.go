@@ -19,7 +19,7 @@ var _ store.Inspector = (*Store)(nil)
 // script writes nothing, so go-redis may send it again after a lost reply
 // (the client's MaxRetries) without harm. Options.Timeout bounds the call.
 func (s *Store) Inspect(ctx context.Context, key string) (store.Entry, error) {
-	if err := s.checkKey(store.OpGet, key); err != nil {
+	if err := store.ValidateKey(key); err != nil {
 		return store.Entry{}, err
 	}
 	if s.timeout > 0 {

@@ -53,9 +53,10 @@ func TestScopedKeyFitsTheLimit(t *testing.T) {
 }
 
 // A record stored under a key longer than store.MaxKeyLen (as a version
-// that checked keys without their scope stored it) is listed, read and
-// forgotten: it never stops a scan's walk.
-func TestOverLongStoredKeyIsReachable(t *testing.T) {
+// that checked keys without their scope stored it) is listed and can be
+// forgotten, so a Clear deletes it; reads refuse its key, as the store
+// contract wants, and so does a claim.
+func TestOverLongStoredKeyIsForgotten(t *testing.T) {
 	srv := redistest.Start(t, redistest.Options{})
 	c := newClient(t, srv)
 	s := newStoreWithPrefix(t, c, "ol:")
@@ -74,8 +75,8 @@ func TestOverLongStoredKeyIsReachable(t *testing.T) {
 	if len(keys) != 1 || keys[0] != long {
 		t.Fatalf("scan lists %d keys, want the long one", len(keys))
 	}
-	if e, err := s.Inspect(bg, long); err != nil || e.State != store.Done {
-		t.Fatalf("inspect of the long key: %v %v", e.State, err)
+	if _, err := s.Inspect(bg, long); !errors.Is(err, store.ErrInvalidKey) {
+		t.Fatalf("inspect of the long key: %v, want ErrInvalidKey", err)
 	}
 	if err := s.Forget(bg, long); err != nil {
 		t.Fatal(err)
