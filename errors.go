@@ -142,12 +142,18 @@ func keyErr(key string, err error) error {
 // package (or of package store) wrapped by another loses its own.
 const prefix = "idem: "
 
-// unprefixed returns err's message without its leading "idem: ".
+// unprefixed returns err's message without its leading "idem: ", also
+// after a store's own prefix ("memstore: idem: store full" reads
+// "memstore: store full"), for a message that names idem already.
 func unprefixed(err error) string {
 	if err == nil {
 		return "<nil>"
 	}
-	return strings.TrimPrefix(err.Error(), prefix)
+	msg := strings.TrimPrefix(err.Error(), prefix)
+	if pkg, rest, ok := strings.Cut(msg, ": "); ok && !strings.ContainsAny(pkg, " \"") && strings.HasPrefix(rest, prefix) {
+		return pkg + ": " + rest[len(prefix):]
+	}
+	return msg
 }
 
 // wrapped is an error whose message is its head, ": " and the message of
