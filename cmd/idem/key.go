@@ -83,7 +83,7 @@ func (c *conn) inspect(ctx context.Context, key string) (store.Entry, error) {
 	e, err := c.store.Inspect(ctx, key)
 	switch ce := asCorrupt(err); {
 	case ce != nil:
-		return e, &exitError{exitNoRecord, fmt.Sprintf("%s %s (key %s) is not an idem record: %s", c.kind, ce.RedisKey, keytext.Quote(key), ce.Reason)}
+		return e, &exitError{exitNoRecord, fmt.Sprintf("%s (key %s) is not an idem record: %s", recordText(ce.RedisKey), keytext.Quote(key), ce.Reason)}
 	case err != nil:
 		return e, c.failed(err)
 	}
