@@ -25,6 +25,9 @@ type storeCase struct {
 	name  string
 	st    store.Store
 	flags []string
+	// foreign writes, at key's place, what the store cannot read as a
+	// record.
+	foreign func(t *testing.T, key string)
 }
 
 // redisCase is a Redis store, named by host:port (not a URL).
@@ -37,7 +40,11 @@ func redisCase(t *testing.T) storeCase {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	return storeCase{"redis", s, []string{"-redis", srv.Addr, "-store-prefix", "st:"}}
+	return storeCase{"redis", s, []string{"-redis", srv.Addr, "-store-prefix", "st:"}, func(t *testing.T, key string) {
+		if err := c.Set(bg, s.RecordKey(key), "x", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}}
 }
 
 // postgresCase is a PostgreSQL store on a server of the test's own, in a
@@ -58,7 +65,13 @@ func postgresCase(t *testing.T) storeCase {
 	if err := s.Migrate(bg); err != nil {
 		t.Fatal(err)
 	}
-	return storeCase{"postgres", s, []string{"-postgres", dsn, "-table", "records"}}
+	return storeCase{"postgres", s, []string{"-postgres", dsn, "-table", "records"}, func(t *testing.T, key string) {
+		_, err := pool.Exec(bg, `INSERT INTO records (key, state, fence, owner, result, created_at, expires_at)
+			VALUES ($1, 'zz', 1, 'o', 'v', now(), now() + interval '1 hour')`, []byte(key))
+		if err != nil {
+			t.Fatal(err)
+		}
+	}}
 }
 
 // fill writes, through a runtime: 5 completed keys of tenant-a, one failed
@@ -190,14 +203,22 @@ func TestCommandsOnEachStore(t *testing.T) {
 			t.Errorf("pages listed %d keys (%d distinct), want 7: %v", len(all), len(dedup(all)), all)
 		}
 
+		// A record the store cannot read: exit 3 for its key, counted apart
+		// by stats, left alone by clear.
+		sc.foreign(t, store.BuildKey("foreign", scopeA))
+		r = sc.idem(t, append(scoped, "get", "foreign")...).want(t, exitNoRecord)
+		if want := map[string]string{"redis": "Redis key st:v3{", "postgres": `its row in table "records"`}[sc.name]; !strings.Contains(r.err, want) ||
+			!strings.Contains(r.err, "is not an idem record") {
+			t.Errorf("get of a foreign record: %q, want it to name %q", r.err, want)
+		}
 		var st statsReport
 		sc.idem(t, append(scoped, "-json", "stats")...).want(t, exitOK).decode(t, &st)
-		if st.Completed != 4 || st.Failed != 1 || st.InProgress != 2 || st.LeaseEnded != 1 {
+		if st.Completed != 4 || st.Failed != 1 || st.InProgress != 2 || st.LeaseEnded != 1 || st.NotIdem != 1 {
 			t.Errorf("stats: %+v", st)
 		}
 		var cl clearReport
 		sc.idem(t, append(scoped, "-json", "clear", "-yes")...).want(t, exitOK).decode(t, &cl)
-		if cl.Deleted != 5 || len(cl.Skipped) != 2 {
+		if cl.Deleted != 5 || len(cl.Skipped) != 2 || len(cl.NotIdem) != 1 {
 			t.Errorf("clear: %+v", cl)
 		}
 	})
