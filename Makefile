@@ -1,5 +1,5 @@
 # The tests: race detector on, every package, nothing skipped.
-.PHONY: test postgresql vet fmt bench harness quickstart checkout webhooks orders ledger
+.PHONY: test postgresql vet fmt bench harness quickstart checkout webhooks orders ledger kafka
 
 test: postgresql
 	./scripts/test
@@ -42,6 +42,10 @@ webhooks:
 
 orders:
 	go run ./examples/orders
+
+# An in-process Kafka cluster (kfake) inside the program.
+kafka:
+	go run ./examples/kafka
 
 # Starts a PostgreSQL server of its own (hence the postgresql target) and
 # a NATS server inside the program.

@@ -47,6 +47,10 @@ type Config struct {
 	// with Options.WaitReplicas = Wait, so that its cost shows as a ratio
 	// to idem in the same run.
 	Wait int `json:"wait_replicas,omitempty"`
+
+	// Failover runs the failover measurement (failover.go) instead of the
+	// scenarios, on a Redis Cluster the harness starts itself.
+	Failover bool `json:"failover,omitempty"`
 }
 
 var allScenarios = []string{"unique", "storm", "replay", "zipf", "slow", "xstorm", "tx-unique", "tx-dup"}
@@ -132,6 +136,7 @@ func defineFlags(fs *flag.FlagSet, c *Config, raw *rawFlags) {
 	fs.BoolVar(&c.RedisBench, "redis-benchmark", true, "with a Redis store, also run redis-benchmark (when on PATH) on the claim script for the pipelining target")
 	fs.DurationVar(&c.PollInterval, "poll-interval", 50*time.Millisecond, "sleep between checks of the poll baseline")
 	fs.IntVar(&c.Shards, "shards", 0, "idem's shard count (0: its default, 2 × GOMAXPROCS)")
+	fs.BoolVar(&c.Failover, "failover", false, "instead of the scenarios, start a Redis Cluster of 3 masters with a replica each (redis-server and redis-cli on PATH), SIGKILL a master under load and report the promotion time, when its slots serve again and the other masters' throughput meanwhile (with -wait n, through WAIT n)")
 	fs.IntVar(&c.Wait, "wait", 0, "with a Redis store, also run idem-wait: idem with redisstore's WaitReplicas set to this (the server needs that many replicas), compared with idem")
 	fs.StringVar(&c.Metrics, "metrics", "", "serve idem's Prometheus metrics on this address while running, e.g. :9090 (idem then runs with its observer on)")
 	fs.BoolVar(&c.NoSizes, "no-sizes", false, "do not measure the memory per key in flight and per stored record after the scenarios")
@@ -231,7 +236,9 @@ func (c *Config) validate() error {
 		return fmt.Errorf("-tx-rounds %d must be in 1..100", c.TxRounds)
 	case c.Wait < 0:
 		return fmt.Errorf("-wait %d must not be negative", c.Wait)
-	case c.Wait > 0 && c.Store != "redis" && c.Store != "redis-cluster":
+	case c.Failover && c.Store != "memory":
+		return errors.New("-failover starts its own Redis Cluster: leave out -redis, -redis-cluster and -postgres")
+	case c.Wait > 0 && c.Store != "redis" && c.Store != "redis-cluster" && !c.Failover:
 		return errors.New("-wait needs a Redis store (-redis or -redis-cluster)")
 	}
 	return nil

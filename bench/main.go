@@ -10,6 +10,7 @@
 //	go run ./bench -postgres postgres://user@127.0.0.1/db   # on PostgreSQL
 //	go run ./bench -redis 127.0.0.1:6379 -postgres DSN       # both, one after the other
 //	go run ./bench -out out/                # also report.json and report.html
+//	go run ./bench -failover [-wait 1]      # a Redis Cluster of its own, a master SIGKILLed under load
 //
 // The scenarios: unique (a new key per call), storm (-storm callers per
 // key at once), replay (completed keys), zipf (a skewed mix), slow (a slow
@@ -87,6 +88,18 @@ func realMain(args []string) int {
 			fmt.Fprintln(os.Stderr, "bench:", err)
 			return 2
 		}
+	}
+	if cfg.Failover {
+		fo, err := runFailover(&cfg, os.Stdout)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench: failover:", err)
+			return 1
+		}
+		if fo.Wrong > 0 || (cfg.Wait > 0 && fo.RanTwice > 0) {
+			fmt.Println("\nFAILED: a call got a wrong result, or a key ran twice although writes were confirmed by WAIT")
+			return 1
+		}
+		return 0
 	}
 	rep, err := runAll(context.Background(), cfg)
 	if err != nil {

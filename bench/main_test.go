@@ -73,6 +73,8 @@ func TestBadFlags(t *testing.T) {
 		{"-systems", "pgtx"}, // the transactional path needs -postgres
 		{"-redis", "a:1", "-systems", "by-hand"},
 		{"-postgres", "postgres://127.0.0.1/db", "-tx-rounds", "0"},
+		{"-failover", "-redis", "a:1"}, // it starts its own cluster
+		{"-failover", "-wait", "-1"},
 		{"-nonsense"},
 		{"stray"},
 	} {
@@ -83,6 +85,22 @@ func TestBadFlags(t *testing.T) {
 	}
 	if code := realMain([]string{"-duration", "-1s"}); code != 2 {
 		t.Fatalf("exit code %d for a bad flag, want 2", code)
+	}
+}
+
+// TestClusterSlot checks the failover run's slot function against slots
+// Redis Cluster gives (CLUSTER KEYSLOT), hash tags included.
+func TestClusterSlot(t *testing.T) {
+	for key, want := range map[string]int{
+		"123456789":      12739, // CRC16/XMODEM's check value 0x31C3
+		"foo":            12182,
+		"{user1000}.a":   clusterSlot("user1000"),
+		"{user1000}.b":   clusterSlot("{user1000}.a"),
+		"x{tag}y{other}": clusterSlot("tag"),
+	} {
+		if got := clusterSlot(key); got != want {
+			t.Errorf("clusterSlot(%q) = %d, want %d", key, got, want)
+		}
 	}
 }
 

@@ -1,8 +1,9 @@
 // Package consume makes message consumers idempotent: a broker delivers a
 // message at least once, and the consumer's effects happen once per message
 // key. It is broker-neutral; an adapter (package consume/natsjs for NATS
-// JetStream, consume/river for River jobs) turns the broker's delivery into a [Delivery] and the
-// [Verdict] back into the broker's acknowledgement.
+// JetStream, consume/sqs for Amazon SQS, consume/river for River jobs)
+// turns the broker's delivery into a [Delivery] and the [Verdict] back
+// into the broker's acknowledgement.
 //
 // # One delivery, one decision
 //

@@ -22,7 +22,8 @@ type Options struct {
 	//     flight (a duplicate arriving while the first is handled) before
 	//     it gives the message back to the broker with a Retry. Keep it
 	//     well under the broker's acknowledgement timeout unless the
-	//     adapter keeps the message alive while it waits (natsjs does).
+	//     adapter keeps the message alive while it waits (natsjs and sqs
+	//     do).
 	//     Default: 5s (DefaultSettle), not the runtime's: a delivery that
 	//     waits holds up the messages behind it, and the broker
 	//     redelivers it anyway.

@@ -24,7 +24,7 @@
 // `go list -export` produces (so against the build cache, one go command
 // for all blocks). Unused variables and imports are ignored: fragments
 // declare what they do not go on to use. Packages a block imports that are
-// not in the module's graph (a Kafka or SQS client, a payment provider)
+// not in the module's graph (a payment provider)
 // can be given as stub sources, so the module's API in such a block is
 // still checked.
 package doccheck

@@ -29,9 +29,9 @@ var fileEnv = map[string]Env{
 			"github.com/idemrt/idem/store/pgstore",
 			"github.com/jackc/pgx/v5", "github.com/jackc/pgx/v5/pgxpool",
 			"github.com/nats-io/nats.go", "github.com/nats-io/nats.go/jetstream",
-			"github.com/twmb/franz-go/pkg/kgo",
-			"github.com/aws/aws-sdk-go-v2/aws", "github.com/aws/aws-sdk-go-v2/config",
-			"github.com/aws/aws-sdk-go-v2/service/sqs", "github.com/aws/aws-sdk-go-v2/service/sqs/types",
+			"github.com/twmb/franz-go/pkg/kgo", "github.com/idemrt/idem/consume/kafka",
+			"github.com/idemrt/idem/consume/kafka/kafkatx",
+			"github.com/aws/aws-sdk-go-v2/service/sqs", "idemsqs github.com/idemrt/idem/consume/sqs",
 		},
 		Decls: `
 var (
@@ -130,17 +130,11 @@ var rules = []rule{
 	{file: "docs/consumers.md", has: "type txKey struct{}",
 		decls: `var d consume.Delivery; var r *kgo.Record
 func apply(context.Context, pgx.Tx, []byte) error { return nil }`},
-	{file: "docs/consumers.md", has: "kgo.NewClient(", results: "error",
-		decls: `func handle(context.Context, *consume.Consumer, *kgo.Client, *kgo.Record) bool { return true }`},
-	{file: "docs/consumers.md", has: "func handle(ctx context.Context, c *consume.Consumer, cl *kgo.Client",
-		decls: `func header(*kgo.Record, string) string { return "" }
-func charge(context.Context, []byte) error { return nil }`},
-	{file: "docs/consumers.md", has: "config.LoadDefaultConfig(ctx)",
-		decls: `var queueURL string
-func handle(context.Context, *consume.Consumer, *sqs.Client, types.Message) {}`},
-	{file: "docs/consumers.md", has: "func handle(ctx context.Context, c *consume.Consumer, client *sqs.Client",
-		decls: `var queueURL, deadURL string
-func charge(context.Context, string) error { return nil }`},
+	{file: "docs/consumers.md", has: "kafka.New(kafka.Options{",
+		decls: `func charge(context.Context, string, []byte) error { return nil }`},
+	{file: "docs/consumers.md", has: "idemsqs.New(",
+		decls: `var client *sqs.Client; var queueURL string
+func charge(context.Context, string, string) error { return nil }`},
 	{file: "docs/consumers.md", has: "idemriver.NewTxWorker(ctx, workPool",
 		decls: `var workers *river.Workers`, before: []string{"func (ChargeArgs) Kind() string"}},
 	{file: "docs/flows.md", has: "flows.Reduce(\"refund\"", before: []string{"type Checkout struct"}},
@@ -152,8 +146,7 @@ func charge(context.Context, string) error { return nil }`},
 }
 
 // stubs declare the few names the recipes use from packages this module
-// does not depend on (franz-go, aws-sdk-go-v2, an imaginary payment
-// provider), so that the idem calls around them are still checked. The
+// does not depend on (an imaginary payment provider), so that the idem calls around them are still checked. The
 // stubs follow the real APIs' shapes for what the blocks use, no more.
 var stubs = map[string]string{
 	"example.com/psp": `package psp
@@ -161,79 +154,6 @@ import "context"
 type ChargeRequest struct { IdempotencyKey string; Amount int64 }
 type Receipt struct { ID string }
 func Charge(context.Context, ChargeRequest) (Receipt, error) { return Receipt{}, nil }`,
-
-	"github.com/twmb/franz-go/pkg/kgo": `package kgo
-import "context"
-type Opt interface{ opt() }
-func SeedBrokers(...string) Opt { return nil }
-func ConsumerGroup(string) Opt { return nil }
-func ConsumeTopics(...string) Opt { return nil }
-func DisableAutoCommit() Opt { return nil }
-func BlockRebalanceOnPoll() Opt { return nil }
-type RecordHeader struct { Key string; Value []byte }
-type Record struct { Key, Value []byte; Headers []RecordHeader; Topic string; Partition int32; Offset int64 }
-type Fetches []struct{}
-func (Fetches) IsClientClosed() bool { return false }
-func (Fetches) EachError(func(string, int32, error)) {}
-func (Fetches) EachRecord(func(*Record)) {}
-type ProduceResults []struct{}
-func (ProduceResults) FirstErr() error { return nil }
-type Client struct{}
-func NewClient(...Opt) (*Client, error) { return nil, nil }
-func (*Client) Close() {}
-func (*Client) PollFetches(context.Context) Fetches { return nil }
-func (*Client) CommitRecords(context.Context, ...*Record) error { return nil }
-func (*Client) AllowRebalance() {}
-func (*Client) ProduceSync(context.Context, ...*Record) ProduceResults { return nil }`,
-
-	"github.com/aws/aws-sdk-go-v2/aws": `package aws
-type Config struct{}
-func String(v string) *string { return &v }
-func ToString(p *string) string { if p == nil { return "" }; return *p }`,
-
-	"github.com/aws/aws-sdk-go-v2/config": `package config
-import ("context"; "github.com/aws/aws-sdk-go-v2/aws")
-type LoadOptions struct{}
-func LoadDefaultConfig(context.Context, ...func(*LoadOptions) error) (aws.Config, error) { return aws.Config{}, nil }`,
-
-	"github.com/aws/aws-sdk-go-v2/service/sqs/types": `package types
-type MessageSystemAttributeName string
-const MessageSystemAttributeNameApproximateReceiveCount MessageSystemAttributeName = "ApproximateReceiveCount"
-type MessageAttributeValue struct { DataType, StringValue *string; BinaryValue []byte }
-type Message struct {
-	Attributes        map[string]string
-	Body, MessageId, ReceiptHandle *string
-	MessageAttributes map[string]MessageAttributeValue
-}`,
-
-	"github.com/aws/aws-sdk-go-v2/service/sqs": `package sqs
-import ("context"; "github.com/aws/aws-sdk-go-v2/aws"; "github.com/aws/aws-sdk-go-v2/service/sqs/types")
-type Options struct{}
-type Client struct{}
-func NewFromConfig(aws.Config, ...func(*Options)) *Client { return nil }
-type ReceiveMessageInput struct {
-	QueueUrl                    *string
-	MaxNumberOfMessages         int32
-	WaitTimeSeconds             int32
-	VisibilityTimeout           int32
-	MessageAttributeNames       []string
-	MessageSystemAttributeNames []types.MessageSystemAttributeName
-}
-type ReceiveMessageOutput struct { Messages []types.Message }
-func (*Client) ReceiveMessage(context.Context, *ReceiveMessageInput, ...func(*Options)) (*ReceiveMessageOutput, error) { return nil, nil }
-type SendMessageInput struct {
-	QueueUrl, MessageBody *string
-	DelaySeconds          int32
-	MessageAttributes     map[string]types.MessageAttributeValue
-}
-type SendMessageOutput struct{}
-func (*Client) SendMessage(context.Context, *SendMessageInput, ...func(*Options)) (*SendMessageOutput, error) { return nil, nil }
-type ChangeMessageVisibilityInput struct { QueueUrl, ReceiptHandle *string; VisibilityTimeout int32 }
-type ChangeMessageVisibilityOutput struct{}
-func (*Client) ChangeMessageVisibility(context.Context, *ChangeMessageVisibilityInput, ...func(*Options)) (*ChangeMessageVisibilityOutput, error) { return nil, nil }
-type DeleteMessageInput struct { QueueUrl, ReceiptHandle *string }
-type DeleteMessageOutput struct{}
-func (*Client) DeleteMessage(context.Context, *DeleteMessageInput, ...func(*Options)) (*DeleteMessageOutput, error) { return nil, nil }`,
 }
 
 // markdown returns the files whose ```go blocks are checked: the README

@@ -4,7 +4,6 @@ import (
 	"context"
 	"os/exec"
 	"strings"
-	"testing"
 	"time"
 )
 
@@ -25,7 +24,7 @@ func (c *Cluster) Addrs() []string {
 // StartCluster starts masters nodes (3 at least) with cluster mode on, joins
 // them with redis-cli --cluster create, and waits until every node reports
 // cluster_state:ok. Their cluster bus ports (port+10000) are free too.
-func StartCluster(t testing.TB, masters int) *Cluster {
+func StartCluster(t TB, masters int) *Cluster {
 	t.Helper()
 	if masters < 3 {
 		t.Fatal("redistest: a cluster needs at least 3 masters")
@@ -60,7 +59,7 @@ func StartCluster(t testing.TB, masters int) *Cluster {
 }
 
 // waitOK waits until every node reports cluster_state:ok, for 30s at most.
-func (c *Cluster) waitOK(t testing.TB) {
+func (c *Cluster) waitOK(t TB) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for _, n := range c.Nodes {

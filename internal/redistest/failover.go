@@ -6,7 +6,6 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
-	"testing"
 	"time"
 )
 
@@ -32,7 +31,7 @@ type ReplicatedCluster struct {
 // cluster mode on, joins them with redis-cli --cluster create
 // --cluster-replicas 1, and waits until every node reports cluster_state:ok
 // and every master has its replica connected.
-func StartReplicatedCluster(t testing.TB, masters int, opts ReplicatedOptions) *ReplicatedCluster {
+func StartReplicatedCluster(t TB, masters int, opts ReplicatedOptions) *ReplicatedCluster {
 	t.Helper()
 	if masters < 3 {
 		t.Fatal("redistest: a cluster needs at least 3 masters")
@@ -191,7 +190,7 @@ func (c *ReplicatedCluster) MasterOf(key string, skip ...*Server) (*Server, erro
 
 // Masters returns the nodes that are masters with slots, as a live node
 // sees the cluster.
-func (c *ReplicatedCluster) Masters(t testing.TB) []*Server {
+func (c *ReplicatedCluster) Masters(t TB) []*Server {
 	t.Helper()
 	addr, err := c.live()
 	if err != nil {
@@ -214,7 +213,7 @@ func (c *ReplicatedCluster) Masters(t testing.TB) []*Server {
 
 // WaitReplicated waits until every master with slots has a replica that
 // has finished its sync (state=online in the master's INFO replication).
-func (c *ReplicatedCluster) WaitReplicated(t testing.TB, within time.Duration) {
+func (c *ReplicatedCluster) WaitReplicated(t TB, within time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for {
@@ -241,7 +240,7 @@ func (c *ReplicatedCluster) WaitReplicated(t testing.TB, within time.Duration) {
 // every live node reports cluster_state:ok; it returns that node and how
 // long the wait took. Call it soon after the fault, while the other nodes
 // still list failed's slots.
-func (c *ReplicatedCluster) WaitPromoted(t testing.TB, failed *Server, within time.Duration) (*Server, time.Duration) {
+func (c *ReplicatedCluster) WaitPromoted(t TB, failed *Server, within time.Duration) (*Server, time.Duration) {
 	t.Helper()
 	start := time.Now()
 	addr, err := c.live(failed)

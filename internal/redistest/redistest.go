@@ -15,12 +15,23 @@ import (
 	"net"
 	"os/exec"
 	"strconv"
-	"testing"
 )
+
+// TB is the part of testing.TB the package uses: a *testing.T passes,
+// and so does the benchmark harness, which starts a cluster of its own to
+// fail over (go run ./bench -failover).
+type TB interface {
+	Helper()
+	Fatal(args ...any)
+	Fatalf(format string, args ...any)
+	Errorf(format string, args ...any)
+	Cleanup(func())
+	TempDir() string
+}
 
 // Binary returns the path of redis-server, or fails the test with a message
 // that says how to install it.
-func Binary(t testing.TB) string {
+func Binary(t TB) string {
 	t.Helper()
 	p, err := exec.LookPath("redis-server")
 	if err != nil {
@@ -33,7 +44,7 @@ func Binary(t testing.TB) string {
 // startOnFreePort starts bin on a free port (whose bus port is free too,
 // with bus) and registers its cleanup. It tries five ports: a free port can
 // be taken between the check and the start.
-func startOnFreePort(t testing.TB, bin string, bus bool, opts Options) (*Server, error) {
+func startOnFreePort(t TB, bin string, bus bool, opts Options) (*Server, error) {
 	t.Helper()
 	var lastErr error
 	for range 5 {

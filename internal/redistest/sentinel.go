@@ -5,14 +5,13 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"testing"
 	"time"
 )
 
 // StartSentinel starts one Redis Sentinel (redis-server --sentinel) that
 // monitors master under name with a quorum of 1, so that it alone fails
 // the master over once it has not answered for downAfter.
-func StartSentinel(t testing.TB, master *Server, name string, downAfter time.Duration) *Server {
+func StartSentinel(t TB, master *Server, name string, downAfter time.Duration) *Server {
 	t.Helper()
 	bin := Binary(t)
 	var lastErr error

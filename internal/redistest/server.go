@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"sync"
 	"syscall"
-	"testing"
 	"time"
 )
 
@@ -23,7 +22,7 @@ type Options struct {
 
 // Server is one redis-server process.
 type Server struct {
-	t       testing.TB
+	t       TB
 	Port    int
 	Addr    string // 127.0.0.1:<port>
 	dir     string
@@ -36,7 +35,7 @@ type Server struct {
 
 // Start starts a single redis-server and waits until it serves (itself:
 // the INFO reply names its process).
-func Start(t testing.TB, opts Options) *Server {
+func Start(t TB, opts Options) *Server {
 	t.Helper()
 	s, err := startOnFreePort(t, Binary(t), false, opts)
 	if err != nil {
@@ -45,7 +44,7 @@ func Start(t testing.TB, opts Options) *Server {
 	return s
 }
 
-func newServer(t testing.TB, bin string, port int, opts Options) *Server {
+func newServer(t TB, bin string, port int, opts Options) *Server {
 	dir := filepath.Join(t.TempDir(), "redis-"+strconv.Itoa(port))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)

@@ -105,7 +105,10 @@ func TestRowsStayBounded(t *testing.T) {
 	}
 	start := time.Now()
 	most := 0
-	for time.Since(start) < load {
+	// On a loaded machine the keys come slower: run on until enough of
+	// them have passed that the table's rows (those of the last TTL and
+	// interval) are a small share of them, whatever the rate.
+	for time.Since(start) < load || (done.Load() < 2500 && time.Since(start) < 25*time.Second) {
 		time.Sleep(50 * time.Millisecond)
 		most = max(most, rowCount(t, s))
 	}

@@ -58,6 +58,9 @@ func TestClusterFailover(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a minute of cluster failovers")
 	}
+	// Its own cluster and worker processes; mostly waiting on the
+	// failovers, so the package's other tests run beside it.
+	t.Parallel()
 	cl := redistest.StartReplicatedCluster(t, 3, redistest.ReplicatedOptions{})
 	scenarios := []struct {
 		name string

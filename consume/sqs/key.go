@@ -1,0 +1,44 @@
+package sqs
+
+import (
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+)
+
+// Attribute returns a key function that reads the string value of the
+// message attribute name ("" when the message has no such attribute, or
+// one without a string value). The message's MessageAttributes must hold
+// it: receive with MessageAttributeNames naming it (or "All", as Run
+// does).
+func Attribute(name string) func(types.Message) string {
+	return func(m types.Message) string {
+		a, ok := m.MessageAttributes[name]
+		if !ok || a.StringValue == nil {
+			return ""
+		}
+		return *a.StringValue
+	}
+}
+
+// DeduplicationID returns a FIFO queue message's MessageDeduplicationId
+// system attribute: the producer's, or the SHA-256 of the body with
+// content-based deduplication. SQS drops a send with the same id within
+// its 5-minute deduplication interval; with this key idem runs the
+// message once past that interval too, for as long as its result is
+// kept. "" for a message of a standard queue, or received without
+// asking for the attribute (MessageSystemAttributeNames; Run asks for
+// all).
+func DeduplicationID(m types.Message) string {
+	return m.Attributes[string(types.MessageSystemAttributeNameMessageDeduplicationId)]
+}
+
+// MessageID returns the message's id. SQS gives every send a new id, a
+// producer's retry of a send too: as a key, the id catches redeliveries
+// of one message (a receive after a visibility timeout, a standard queue
+// delivering twice), not a message sent twice. Prefer a key the producer
+// sets (the default Key's attribute).
+func MessageID(m types.Message) string {
+	if m.MessageId == nil {
+		return ""
+	}
+	return *m.MessageId
+}
