@@ -67,11 +67,11 @@ func checkFrontEnds(t *testing.T, sc storeCase) {
 		t.Fatal(err)
 	}
 	r = sc.idem(t, "state", key).want(t, exitOK)
-	if !strings.Contains(r.out, "consumer     stream ORDERS, consumer billing, message key order-7\n") {
+	if !strings.Contains(r.out, "consumer     stream/topic ORDERS, consumer/group billing, message key order-7\n") {
 		t.Errorf("state of a consumer's key:\n%s", r.out)
 	}
 	r = sc.idem(t, "-key-prefix", "consume:", "list").want(t, exitOK)
-	if !strings.HasPrefix(r.out, "completed     consume:ORDERS/billing:order-7  (stream ORDERS, consumer billing, message key order-7)  expires in ") {
+	if !strings.HasPrefix(r.out, "completed     consume:ORDERS/billing:order-7  (stream/topic ORDERS, consumer/group billing, message key order-7)  expires in ") {
 		t.Errorf("list of a consumer's key: %q", r.out)
 	}
 }

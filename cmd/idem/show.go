@@ -104,8 +104,10 @@ func printHTTP(out *printer, h *httpReport) {
 
 // consumerReport names the consumer of a key a consume front end built.
 type consumerReport struct {
-	// Stream and Consumer are set for a NATS JetStream consumer's key
-	// (scope "<stream>/<consumer>"), Scope otherwise.
+	// Stream and Consumer are set for a key whose scope is
+	// "<stream>/<consumer>" (NATS JetStream) or "<topic>/<group>" (Kafka),
+	// the front ends' defaults; Scope otherwise (an SQS queue's URL, a
+	// River job kind, a scope of the user's).
 	Stream   string `json:"stream,omitempty"`
 	Consumer string `json:"consumer,omitempty"`
 	Scope    string `json:"scope,omitempty"`
@@ -130,7 +132,7 @@ func asConsumer(key string) *consumerReport {
 func consumerText(c *consumerReport) string {
 	var b strings.Builder
 	if c.Stream != "" {
-		b.WriteString("stream " + c.Stream + ", consumer " + c.Consumer)
+		b.WriteString("stream/topic " + c.Stream + ", consumer/group " + c.Consumer)
 	} else {
 		b.WriteString("scope " + c.Scope)
 	}
