@@ -147,6 +147,9 @@ func TestFullStoreIsOverload(t *testing.T) {
 	if !errors.Is(err, idem.ErrOverloaded) || !errors.Is(err, store.ErrFull) {
 		t.Fatalf("a new key in a full store: %v, want ErrOverloaded", err)
 	}
+	if strings.Count(err.Error(), "idem: ") != 1 || !strings.Contains(err.Error(), ": overloaded (") {
+		t.Errorf("the message names the prefix more than once: %q", err)
+	}
 	if st.EvictedResults() != 0 {
 		t.Fatalf("%d results evicted", st.EvictedResults())
 	}

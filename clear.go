@@ -47,7 +47,8 @@ type ClearResult struct {
 	Deleted int
 	// Corrupt is how many keys the store could not read as its records
 	// (store.ErrCorrupt: another application's key under a record's name,
-	// say); they are left as they were.
+	// say), or listed but refused (store.ErrInvalidKey); they are left as
+	// they were.
 	Corrupt int
 	// Skipped is how many keys were in progress (in flight on this
 	// runtime, or held in the store by a run), and left as they were.
@@ -238,7 +239,10 @@ func (rt *Runtime) countPage(ctx context.Context, keys []string, ops []*store.Op
 			res.Deleted++
 		case op.Err == nil, errors.Is(op.Err, store.ErrNotFound):
 			// Nothing to delete: gone already, or released.
-		case errors.Is(op.Err, store.ErrCorrupt):
+		case errors.Is(op.Err, store.ErrCorrupt), errors.Is(op.Err, store.ErrInvalidKey):
+			// A key the store cannot read as its record, or listed but
+			// refuses (stored by an older version under a key longer than
+			// the limit): left as it is, and the scan goes on.
 			res.Corrupt++
 		case failed == nil:
 			failed = rt.storeErr(ctx, op.Key, store.OpForget.String(), op.Err)

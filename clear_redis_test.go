@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -145,5 +146,51 @@ func TestClearDoesNotCountReleasedKeys(t *testing.T) {
 		if err != nil || res.Deleted != want {
 			t.Fatalf("round %d: Clear = %+v, %v; want %d deleted", round, res, err, want)
 		}
+	}
+}
+
+// A record stored under a key longer than store.MaxKeyLen (a scoped store
+// of an older version wrote it) does not stop Clear: it is deleted with the
+// rest, and the pages after it are cleared too. A scoped store refuses to
+// claim such a key now.
+func TestClearPastAnOverLongStoredKey(t *testing.T) {
+	srv := redistest.Start(t, redistest.Options{})
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	t.Cleanup(func() { c.Close() })
+	s, err := redisstore.New(bg, c, redisstore.Options{KeyPrefix: "olk:"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	rt := idemtest.Runtime(t, idem.Options{Store: s})
+	acme := store.Scope{Namespace: "acme", Version: "v1"}
+	var keys []string
+	for i := range 30 {
+		keys = append(keys, store.BuildKey(fmt.Sprint("o-", i), acme))
+	}
+	doAll(t, rt, keys...)
+	long := store.BuildKey(strings.Repeat("z", store.MaxKeyLen), acme)
+	if err := c.Copy(bg, s.RecordKey(keys[0]), s.RecordKey(long), 0, false).Err(); err != nil {
+		t.Fatal(err)
+	}
+	res, err := rt.Clear(bg, acme, idem.ClearOptions{PageSize: 4})
+	if err != nil {
+		t.Fatalf("Clear: %v (%+v)", err, res)
+	}
+	if res.Deleted != len(keys)+1 {
+		t.Fatalf("Clear deleted %d, want %d: %+v", res.Deleted, len(keys)+1, res)
+	}
+	if left, _, err := s.Scan(bg, "", "", 1000); err != nil || len(left) != 0 {
+		t.Fatalf("%d records left (%v)", len(left), err)
+	}
+
+	scoped, err := redisstore.New(bg, c, redisstore.Options{KeyPrefix: "olk:", Scope: acme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { scoped.Close() })
+	srt := idemtest.Runtime(t, idem.Options{Store: scoped})
+	if _, err := idem.Do(bg, srt, strings.Repeat("z", store.MaxKeyLen), idemtest.Value("v")); !errors.Is(err, idem.ErrInvalidKey) {
+		t.Fatalf("Do of a key too long with the scope: %v, want ErrInvalidKey", err)
 	}
 }

@@ -329,7 +329,8 @@ func failure(key string, rep actors.Reply) error {
 		return rep.Err
 	case actors.FailStore:
 		if errors.Is(rep.Err, store.ErrFull) {
-			return fmt.Errorf("idem: %s: %w (%w)", describeKey(key), ErrOverloaded, rep.Err)
+			return &wrappedTwo{msg: fmt.Sprintf("idem: %s: %s (%s)", describeKey(key), unprefixed(ErrOverloaded), unprefixed(rep.Err)),
+				err: ErrOverloaded, cause: rep.Err}
 		}
 		if errors.Is(rep.Err, store.ErrTooLarge) {
 			// The call's own arguments (its fingerprint) are over what the
@@ -338,7 +339,7 @@ func failure(key string, rep actors.Reply) error {
 			return fmt.Errorf("idem: %s: %w: the store refused the %s for its size (%w)", describeKey(key), ErrInvalidArgument, rep.Op, rep.Err)
 		}
 		if store.IsContract(rep.Err) && !errors.Is(rep.Err, store.ErrLeaseLost) {
-			return fmt.Errorf("idem: %s: store %s: %w", describeKey(key), rep.Op, rep.Err)
+			return wrapf(rep.Err, "idem: %s: store %s", describeKey(key), rep.Op)
 		}
 		return &StoreError{Key: key, Op: rep.Op.String(), Err: rep.Err}
 	}

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/idemrt/idem/internal/keytext"
 	"github.com/idemrt/idem/store"
 )
 
@@ -43,8 +44,11 @@ func RegisterError(code string, sentinel error) error {
 		code:     code,
 		sentinel: sentinel,
 		match: func(err error) (string, bool) {
+			// The detail is the sentinel's own message, also when err wraps
+			// it (fmt.Errorf("charge: %w", sentinel)): what the replayed
+			// error's Detail and the admin command show.
 			if errors.Is(err, sentinel) {
-				return err.Error(), true
+				return sentinel.Error(), true
 			}
 			return "", false
 		},
@@ -124,25 +128,28 @@ func init() {
 
 // parseCodecError rebuilds a *CodecError from its message, "idem: " +
 // describeKey(key) + ": " + op + " result: " + the codec's message, or
-// returns nil for a message not of that form.
+// returns nil for a message not of that form. A long key is cut in the
+// message (internal/keytext): the rebuilt Key is then its head alone.
+// Messages stored before the prefix was written once ("...: idem: result
+// too large") are read too.
 func parseCodecError(msg string) *CodecError {
 	rest, ok := strings.CutPrefix(msg, "idem: key ")
 	if !ok {
 		return nil
 	}
-	key, rest, ok := cutQuoted(rest)
+	key, _, rest, ok := keytext.Cut(rest)
 	if !ok {
 		return nil
 	}
 	if r, scoped := strings.CutPrefix(rest, " (namespace "); scoped {
 		var s store.Scope
-		if s.Namespace, r, ok = cutQuoted(r); !ok {
+		if s.Namespace, _, r, ok = keytext.Cut(r); !ok {
 			return nil
 		}
 		if r, ok = strings.CutPrefix(r, ", version "); !ok {
 			return nil
 		}
-		if s.Version, r, ok = cutQuoted(r); !ok {
+		if s.Version, _, r, ok = keytext.Cut(r); !ok {
 			return nil
 		}
 		if rest, ok = strings.CutPrefix(r, ")"); !ok {
@@ -157,22 +164,12 @@ func parseCodecError(msg string) *CodecError {
 	if !ok || (op != "encode" && op != "decode") {
 		return nil
 	}
-	if rest, ok := strings.CutPrefix(codecMsg, ErrResultTooLarge.Error()); ok {
+	codecMsg = strings.TrimPrefix(codecMsg, prefix)
+	if rest, ok := strings.CutPrefix(codecMsg, unprefixed(ErrResultTooLarge)); ok {
 		// The sentinel matches on every instance that replays it.
 		return &CodecError{Key: key, Op: op, Err: fmt.Errorf("%w%s", ErrResultTooLarge, rest)}
 	}
 	return &CodecError{Key: key, Op: op, Err: errors.New(codecMsg)}
-}
-
-// cutQuoted unquotes the Go-quoted string that s starts with, and returns
-// it with the rest of s.
-func cutQuoted(s string) (unquoted, rest string, ok bool) {
-	q, err := strconv.QuotedPrefix(s)
-	if err != nil {
-		return "", s, false
-	}
-	unquoted, err = strconv.Unquote(q)
-	return unquoted, s[len(q):], err == nil
 }
 
 // errorKind is one registration: a code, how to recognize its errors, and

@@ -3,6 +3,7 @@ package idem
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/idemrt/idem/store"
@@ -34,8 +35,9 @@ func TestStoredErrorRoundTrip(t *testing.T) {
 		{errors.New("[idem:looks] like a code"), "", ""},
 		{errors.New("[idem:"), "", ""},
 		{errInternalCoded, "internal_coded", "coded"},
-		{fmt.Errorf("wrapped: %w", errInternalCoded), "internal_coded", "wrapped: coded"},
-		{fmt.Errorf("[idem:x] \"q\"\n%w", errInternalCoded), "internal_coded", "[idem:x] \"q\"\ncoded"},
+		// A wrapped sentinel keeps its own message as the detail.
+		{fmt.Errorf("wrapped: %w", errInternalCoded), "internal_coded", "coded"},
+		{fmt.Errorf("[idem:x] \"q\"\n%w", errInternalCoded), "internal_coded", "coded"},
 	} {
 		stored := storedError(c.err)
 		msg, code, detail := parseStoredError(stored)
@@ -117,5 +119,27 @@ func TestParseCodecError(t *testing.T) {
 		if got := parseCodecError(msg); got != nil {
 			t.Errorf("%q read as %#v, want nothing", msg, got)
 		}
+	}
+}
+
+// A *CodecError of a long key (its key cut in the message) and one stored
+// before the prefix was written once come back too; the result-too-large
+// sentinel still matches, and the message names "idem: " once.
+func TestParseCodecErrorCutAndOld(t *testing.T) {
+	long := strings.Repeat("k", 300)
+	ce := &CodecError{Key: long, Op: "encode", Err: fmt.Errorf("%w: 2 MiB over 1 MiB", ErrResultTooLarge)}
+	msg := ce.Error()
+	if strings.Count(msg, "idem: ") != 1 || !strings.Contains(msg, "... (300 bytes)") {
+		t.Fatalf("message %q", msg)
+	}
+	got := parseCodecError(msg)
+	if got == nil || !strings.HasPrefix(long, got.Key) || !errors.Is(got.Err, ErrResultTooLarge) || got.Err.Error() != "idem: result too large: 2 MiB over 1 MiB" {
+		t.Fatalf("%q read back as %#v", msg, got)
+	}
+	old := `idem: key "k": encode result: idem: result too large: 2 MiB over 1 MiB`
+	got = parseCodecError(old)
+	if got == nil || got.Key != "k" || !errors.Is(got.Err, ErrResultTooLarge) ||
+		got.Error() != `idem: key "k": encode result: result too large: 2 MiB over 1 MiB` {
+		t.Fatalf("%q read back as %#v", old, got)
 	}
 }

@@ -54,12 +54,14 @@ func failWith(err error) func(context.Context) (string, error) {
 func checkTyped(t *testing.T, who string, declined, limited, plain error) {
 	t.Helper()
 	var re *idem.ReplayedError
+	// The sentinel was wrapped: Detail is its own message, not the whole.
 	if !errors.Is(declined, errTestDeclined) || !errors.As(declined, &re) || re.Code != "test.card_declined" ||
-		declined.Error() != "charge o-1: card declined" || !idem.IsPermanent(declined) {
+		re.Detail != "card declined" || declined.Error() != "charge o-1: card declined" || !idem.IsPermanent(declined) {
 		t.Errorf("%s: the declined card: %#v", who, declined)
 	}
 	var le *limitError
-	if !errors.As(limited, &le) || le.Limit != 500 || limited.Error() != "charge o-2: over the limit of 500" || !idem.IsPermanent(limited) {
+	if !errors.As(limited, &re) || re.Detail != "over the limit of 500" ||
+		!errors.As(limited, &le) || le.Limit != 500 || limited.Error() != "charge o-2: over the limit of 500" || !idem.IsPermanent(limited) {
 		t.Errorf("%s: the limit: %#v", who, limited)
 	}
 	if !errors.As(plain, &re) || re.Code != "" || errors.Unwrap(plain) != nil || plain.Error() != "no such card" || !idem.IsPermanent(plain) {

@@ -3,8 +3,10 @@ package idem
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
+	"github.com/idemrt/idem/internal/keytext"
 	"github.com/idemrt/idem/store"
 )
 
@@ -75,7 +77,7 @@ type StoreError struct {
 }
 
 func (e *StoreError) Error() string {
-	return fmt.Sprintf("idem: %s: store %s failed: %v", describeKey(e.Key), e.Op, e.Err)
+	return fmt.Sprintf("idem: %s: store %s failed: %s", describeKey(e.Key), e.Op, unprefixed(e.Err))
 }
 
 // Is makes errors.Is(err, ErrStoreUnavailable) true.
@@ -95,6 +97,9 @@ type PanicError struct {
 }
 
 func (e *PanicError) Error() string {
+	if err, ok := e.Value.(error); ok {
+		return fmt.Sprintf("idem: %s: function panicked: %s", describeKey(e.Key), unprefixed(err))
+	}
 	return fmt.Sprintf("idem: %s: function panicked: %v", describeKey(e.Key), e.Value)
 }
 
@@ -122,7 +127,7 @@ type CodecError struct {
 }
 
 func (e *CodecError) Error() string {
-	return fmt.Sprintf("idem: %s: %s result: %v", describeKey(e.Key), e.Op, e.Err)
+	return fmt.Sprintf("idem: %s: %s result: %s", describeKey(e.Key), e.Op, unprefixed(e.Err))
 }
 
 // Unwrap returns the codec's error.
@@ -130,14 +135,58 @@ func (e *CodecError) Unwrap() error { return e.Err }
 
 // keyErr wraps a sentinel with the key it is about.
 func keyErr(key string, err error) error {
-	return fmt.Errorf("idem: %s: %w", describeKey(key), err)
+	return wrapf(err, "idem: %s", describeKey(key))
 }
 
+// prefix starts the package's error messages, once: an error of the
+// package (or of package store) wrapped by another loses its own.
+const prefix = "idem: "
+
+// unprefixed returns err's message without its leading "idem: ", also
+// after a store's own prefix ("memstore: idem: store full" reads
+// "memstore: store full"), for a message that names idem already.
+func unprefixed(err error) string {
+	if err == nil {
+		return "<nil>"
+	}
+	msg := strings.TrimPrefix(err.Error(), prefix)
+	if pkg, rest, ok := strings.Cut(msg, ": "); ok && !strings.ContainsAny(pkg, " \"") && strings.HasPrefix(rest, prefix) {
+		return pkg + ": " + rest[len(prefix):]
+	}
+	return msg
+}
+
+// wrapped is an error whose message is its head, ": " and the message of
+// the errors it wraps, each without their prefix.
+type wrapped struct {
+	msg string
+	err error
+}
+
+func (e *wrapped) Error() string { return e.msg }
+func (e *wrapped) Unwrap() error { return e.err }
+
+// wrapf returns err wrapped under the head format makes: "<head>: <err's
+// message without its prefix>"; errors.Is and errors.As see err.
+func wrapf(err error, format string, args ...any) error {
+	return &wrapped{msg: fmt.Sprintf(format, args...) + ": " + unprefixed(err), err: err}
+}
+
+// wrappedTwo is wrapped with a cause in parentheses: "<head>: <err> (<cause>)".
+type wrappedTwo struct {
+	msg        string
+	err, cause error
+}
+
+func (e *wrappedTwo) Error() string   { return e.msg }
+func (e *wrappedTwo) Unwrap() []error { return []error{e.err, e.cause} }
+
 // describeKey names a key in messages; a key built by store.BuildKey is shown
-// with its namespace and version, so errors tell tenants apart.
+// with its namespace and version, so errors tell tenants apart. A long key
+// (or segment) is cut, with its length (see internal/keytext).
 func describeKey(key string) string {
 	if name, scope, ok := store.ParseKey(key); ok {
-		return fmt.Sprintf("key %q (namespace %q, version %q)", name, scope.Namespace, scope.Version)
+		return fmt.Sprintf("key %s (namespace %s, version %s)", keytext.Quote(name), keytext.Quote(scope.Namespace), keytext.Quote(scope.Version))
 	}
-	return fmt.Sprintf("key %q", key)
+	return "key " + keytext.Quote(key)
 }

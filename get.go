@@ -137,7 +137,7 @@ func (rt *Runtime) storeErr(ctx context.Context, key, op string, err error) erro
 	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
 		return err
 	case store.IsContract(err):
-		return fmt.Errorf("idem: %s: store %s: %w", describeKey(key), op, err)
+		return wrapf(err, "idem: %s: store %s", describeKey(key), op)
 	}
 	return &StoreError{Key: key, Op: op, Err: err}
 }

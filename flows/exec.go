@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/idemrt/idem"
+	"github.com/idemrt/idem/internal/keytext"
 	"github.com/idemrt/idem/store"
 )
 
@@ -39,7 +40,7 @@ func (x *exec[S]) once(ctx context.Context, step, key string, so StepOptions, s 
 	}
 	scoped := stepKey(key, x.scope)
 	if err := store.ValidateKey(scoped); err != nil {
-		return s, fmt.Errorf("flows: step %q: key %q: %w", step, key, err)
+		return s, fmt.Errorf("flows: step %q: key %s: %w", step, keytext.Quote(key), err)
 	}
 	out, err := idem.Do(ctx, x.rt, scoped, func(ctx context.Context) (S, error) { return body(ctx, s) }, x.stepOptions(step, so)...)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/idemrt/idem"
+	"github.com/idemrt/idem/internal/keytext"
 	"github.com/idemrt/idem/store"
 )
 
@@ -212,7 +213,7 @@ func (f *Flow[S]) workflowKey(input S, opts *RunOptions[S]) (string, error) {
 func (f *Flow[S]) runKeyed(ctx context.Context, x *exec[S], key string, start S) (runResult[S], error) {
 	scoped := f.runKey(key, x.scope)
 	if err := store.ValidateKey(scoped); err != nil {
-		return runResult[S]{}, fmt.Errorf("flows: %s: workflow key %q: %w", f.name, key, err)
+		return runResult[S]{}, fmt.Errorf("flows: %s: workflow key %s: %w", f.name, keytext.Quote(key), err)
 	}
 	res, err := idem.Do(ctx, x.rt, scoped, func(ctx context.Context) (runResult[S], error) {
 		return f.runRecorded(ctx, x, start)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 
 	"github.com/idemrt/idem"
+	"github.com/idemrt/idem/internal/keytext"
 	"github.com/idemrt/idem/store"
 )
 
@@ -97,7 +98,7 @@ func (f *Flow[S]) runKeyOf(key string, opts *RunOptions[S]) (string, error) {
 	}
 	scoped := f.runKey(key, store.Scope{Namespace: opts.Namespace, Version: opts.Version})
 	if err := store.ValidateKey(scoped); err != nil {
-		return "", fmt.Errorf("flows: %s: workflow key %q: %w", f.name, key, err)
+		return "", fmt.Errorf("flows: %s: workflow key %s: %w", f.name, keytext.Quote(key), err)
 	}
 	return scoped, nil
 }
@@ -109,7 +110,7 @@ func (f *Flow[S]) stepKeyOf(key string, opts *RunOptions[S]) (string, error) {
 	}
 	scoped := stepKey(key, store.Scope{Namespace: opts.Namespace, Version: opts.Version})
 	if err := store.ValidateKey(scoped); err != nil {
-		return "", fmt.Errorf("flows: %s: step key %q: %w", f.name, key, err)
+		return "", fmt.Errorf("flows: %s: step key %s: %w", f.name, keytext.Quote(key), err)
 	}
 	return scoped, nil
 }

@@ -41,7 +41,12 @@ func (m *Middleware) Response(ctx context.Context, key, scope string) (*StoredRe
 	if err != nil {
 		return nil, fmt.Errorf("httpidem: %w", err)
 	}
-	// A copy: the runtime may share resp between callers.
+	return resp.stored(), nil
+}
+
+// stored returns a copy of resp (the runtime may share resp between
+// callers) as a StoredResponse.
+func (resp *response) stored() *StoredResponse {
 	h := http.Header{}
 	for k, vs := range resp.Header {
 		if len(vs) > 0 {
@@ -51,7 +56,24 @@ func (m *Middleware) Response(ctx context.Context, key, scope string) (*StoredRe
 	for k, vs := range resp.Append {
 		h[k] = slices.Concat(h[k], vs)
 	}
-	return &StoredResponse{Status: resp.Status, Header: h, Body: slices.Clone(resp.Body)}, nil
+	return &StoredResponse{Status: resp.Status, Header: h, Body: slices.Clone(resp.Body)}
+}
+
+// DecodeResponse reads the value of a record the middleware stored (the
+// bytes a store keeps for its key: store.Record.Value) as the response a
+// replay sends. It is for tools that read a store directly, such as the
+// admin command cmd/idem; a service reads its responses with
+// [Middleware.Response]. A value that is not a stored response (another
+// front end's, or corrupt) is an error.
+func DecodeResponse(value []byte) (*StoredResponse, error) {
+	var resp response
+	if err := (gobCodec{}).Unmarshal(value, &resp); err != nil {
+		return nil, fmt.Errorf("httpidem: not a stored response: %w", err)
+	}
+	if resp.Status < 100 || resp.Status > 999 {
+		return nil, fmt.Errorf("httpidem: not a stored response: status %d", resp.Status)
+	}
+	return resp.stored(), nil
 }
 
 // State returns the state of key in scope, as idem.Runtime.State reports

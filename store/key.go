@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/idemrt/idem/internal/keytext"
 )
 
 // MaxKeyLen is the longest key accepted, in bytes.
@@ -151,7 +153,7 @@ func ValidateKey(key string) error {
 	case len(key) > MaxKeyLen:
 		return fmt.Errorf("%w: key is %d bytes, longer than %d", ErrInvalidKey, len(key), MaxKeyLen)
 	case strings.IndexByte(key, 0) >= 0:
-		return fmt.Errorf("%w: key %q contains a NUL byte", ErrInvalidKey, key)
+		return fmt.Errorf("%w: key %s contains a NUL byte", ErrInvalidKey, keytext.Quote(key))
 	}
 	return nil
 }

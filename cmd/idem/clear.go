@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/idemrt/idem/internal/keytext"
 	"github.com/idemrt/idem/store"
 )
 
@@ -86,7 +87,7 @@ func cmdClear(ctx context.Context, c *conn, cfg *config, out *printer) error {
 				return nil
 			}
 			if err != nil {
-				return c.failed(fmt.Errorf("forget %q: %w", f.key, err))
+				return c.failed(fmt.Errorf("forget %s: %w", keytext.Quote(f.key), err))
 			}
 			rep.add(f.key)
 		}
@@ -125,7 +126,7 @@ func printClear(out *printer, rep clearReport) {
 		out.printf("skipped %s: in progress (owner %s, lease left %v)\n", s.Key, s.Owner, time.Duration(s.LeaseLeftMs)*time.Millisecond)
 	}
 	for _, n := range rep.NotIdem {
-		out.printf("left %s: Redis key %s is not an idem record: %s\n", n.Key, n.RedisKey, n.Reason)
+		out.printf("left %s: %s is not an idem record: %s\n", n.Key, recordText(n.RedisKey), n.Reason)
 	}
 	scope := fmt.Sprintf("keys starting with %q", rep.Prefix)
 	if rep.Prefix == "" {

@@ -44,4 +44,37 @@ func TestCluster(t *testing.T) {
 			t.Error("forget on a cluster left the key")
 		}
 	})
+	t.Run("list", func(t *testing.T) {
+		// Pages of 7 out of scans of 5, across the masters: every
+		// completed key once.
+		f := newFixture(t, c, "-cluster", strings.Join(cl.Addrs(), ","))
+		seedScopes(f, 30)
+		seen := map[string]int{}
+		after := ""
+		for pages := 0; ; pages++ {
+			if pages > 20 {
+				t.Fatal("list does not end")
+			}
+			args := append(slices.Clone(scopeAFlags), "-json", "list", "-state", "completed", "-limit", "7", "-page", "5")
+			if after != "" {
+				args = append(args, "-after", after)
+			}
+			var page listReport
+			f.idem(args...).want(t, exitOK).decode(t, &page)
+			for _, k := range page.Keys {
+				seen[k.Key]++
+			}
+			if after = page.Next; after == "" {
+				break
+			}
+		}
+		if len(seen) != 30 {
+			t.Errorf("list on a cluster reached %d keys, want 30", len(seen))
+		}
+		for k, n := range seen {
+			if n != 1 {
+				t.Errorf("%s listed %d times", k, n)
+			}
+		}
+	})
 }

@@ -194,7 +194,8 @@ func TestPermanentErrorShown(t *testing.T) {
 	run("plain", errors.New("[idem:x] looks coded"))
 
 	r := f.idem("get", "declined").want(t, exitOK)
-	if want := "permanent error: charge order-1: card declined\nerror code: cmd-test.declined\n"; r.out != want {
+	// The sentinel was wrapped: its own message is the detail.
+	if want := "permanent error: charge order-1: card declined\nerror code: cmd-test.declined\nerror detail: card declined\n"; r.out != want {
 		t.Errorf("get of a coded error: %q, want %q", r.out, want)
 	}
 	r = f.idem("state", "limit").want(t, exitOK)

@@ -10,14 +10,14 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/idemrt/idem/internal/keytext"
 	"github.com/idemrt/idem/store"
-	"github.com/idemrt/idem/store/redisstore"
 )
 
 // keyReport is what get, state and forget tell about a key, as JSON.
 type keyReport struct {
 	Key      string `json:"key"`
-	RedisKey string `json:"redis_key"`
+	RedisKey string `json:"redis_key,omitempty"` // Redis only
 	// KeyBase64 and RedisKeyBase64 are Key and RedisKey in base64 when
 	// they are not valid UTF-8 (a JSON string would replace their bad
 	// bytes, and name no record).
@@ -38,6 +38,12 @@ type keyReport struct {
 	// ValueBase64 holds it (get only).
 	Value       *string `json:"value,omitempty"`
 	ValueBase64 *string `json:"value_base64,omitempty"`
+	// HTTP is the value when it is an HTTP response stored by httpidem
+	// (get only): Value and ValueBase64 are then left out.
+	HTTP *httpReport `json:"http,omitempty"`
+	// Consumer names the stream and consumer (or the scope) of a key a
+	// consume front end built.
+	Consumer *consumerReport `json:"consumer,omitempty"`
 	// Error is the stored permanent error's message (failed), ErrorCode
 	// the code its kind was registered under (idem.RegisterError), and
 	// ErrorDetail the registered error's own message when it was wrapped
@@ -47,6 +53,8 @@ type keyReport struct {
 	ErrorCode   string `json:"error_code,omitempty"`
 	ErrorDetail string `json:"error_detail,omitempty"`
 	Forgotten   bool   `json:"forgotten,omitempty"`
+	// DryRun marks forget -dry-run's report: the key would be forgotten.
+	DryRun bool `json:"dry_run,omitempty"`
 }
 
 // resolve turns a KEY argument into the key the store holds.
@@ -54,10 +62,10 @@ func (c *conn) resolve(cfg *config, arg string) (string, error) {
 	key := arg
 	switch {
 	case cfg.redisKey:
-		k, ok := c.store.KeyOf(arg)
+		k, ok := c.redis.KeyOf(arg)
 		if !ok {
 			return "", &exitError{exitNoRecord, fmt.Sprintf(
-				"Redis key %q is not an idem record: idem's records are named %s (see -store-prefix)", arg, c.store.RecordKey("<key>"))}
+				"Redis key %s is not an idem record: idem's records are named %s (see -store-prefix)", keytext.Quote(arg), c.redis.RecordKey("<key>"))}
 		}
 		key = k
 	case cfg.scoped:
@@ -73,10 +81,9 @@ func (c *conn) resolve(cfg *config, arg string) (string, error) {
 // exit code 3.
 func (c *conn) inspect(ctx context.Context, key string) (store.Entry, error) {
 	e, err := c.store.Inspect(ctx, key)
-	var ce *redisstore.CorruptError
-	switch {
-	case errors.As(err, &ce):
-		return e, &exitError{exitNoRecord, fmt.Sprintf("Redis key %s (key %q) is not an idem record: %s", ce.RedisKey, key, ce.Reason)}
+	switch ce := asCorrupt(err); {
+	case ce != nil:
+		return e, &exitError{exitNoRecord, fmt.Sprintf("%s (key %s) is not an idem record: %s", recordText(ce.RedisKey), keytext.Quote(key), ce.Reason)}
 	case err != nil:
 		return e, c.failed(err)
 	}
@@ -93,12 +100,12 @@ func (c *conn) lookup(ctx context.Context, cfg *config) (keyReport, store.Entry,
 	if err != nil {
 		return keyReport{}, e, err
 	}
-	return newKeyReport(key, c.store.RecordKey(key), e, time.Now()), e, nil
+	return newKeyReport(key, c.recordName(key), e, time.Now()), e, nil
 }
 
 func newKeyReport(key, redisKey string, e store.Entry, now time.Time) keyReport {
 	r := keyReport{Key: key, RedisKey: redisKey, State: stateName(e),
-		KeyBase64: base64IfNotUTF8(key), RedisKeyBase64: base64IfNotUTF8(redisKey)}
+		KeyBase64: base64IfNotUTF8(key), RedisKeyBase64: base64IfNotUTF8(redisKey), Consumer: asConsumer(key)}
 	switch e.State {
 	case store.Held:
 		left, ends := e.LeaseLeft.Milliseconds(), now.Add(e.LeaseLeft).UTC()
@@ -132,13 +139,21 @@ func stateName(e store.Entry) string {
 
 func noRecord(r keyReport) error {
 	return &exitError{exitNoRecord, fmt.Sprintf(
-		"no idem record for key %q (Redis key %s): never stored, expired, forgotten or released; "+
-			"if the service scopes its keys, pass -namespace and -version", r.Key, r.RedisKey)}
+		"no idem record for key %s%s: never stored, expired, forgotten or released; "+
+			"if the service scopes its keys, pass -namespace and -version", keytext.Quote(r.Key), redisKeyNote(r.RedisKey))}
+}
+
+// redisKeyNote names a record's Redis key in a message, if it has one.
+func redisKeyNote(name string) string {
+	if name == "" {
+		return ""
+	}
+	return " (Redis key " + name + ")"
 }
 
 func inProgress(r keyReport, what string) error {
-	return &exitError{exitInProgress, fmt.Sprintf("key %q is in progress (owner %s, lease left %v): %s",
-		r.Key, r.Owner, time.Duration(*r.LeaseLeftMs)*time.Millisecond, what)}
+	return &exitError{exitInProgress, fmt.Sprintf("key %s is in progress (owner %s, lease left %v): %s",
+		keytext.Quote(r.Key), r.Owner, time.Duration(*r.LeaseLeftMs)*time.Millisecond, what)}
 }
 
 // cmdGet prints the stored result of a key: its value, or its permanent
@@ -149,10 +164,14 @@ func cmdGet(ctx context.Context, c *conn, cfg *config, out *printer) error {
 		return err
 	}
 	if e.State == store.Done && !e.Record.Failed {
-		if v := e.Record.Value; printable(v) {
+		v := e.Record.Value
+		r.HTTP = asHTTP(v, cfg.full)
+		switch {
+		case r.HTTP != nil:
+		case printable(v):
 			s := string(v)
 			r.Value = &s
-		} else {
+		default:
 			s := base64.StdEncoding.EncodeToString(v)
 			r.ValueBase64 = &s
 		}
@@ -174,6 +193,8 @@ func cmdGet(ctx context.Context, c *conn, cfg *config, out *printer) error {
 		if r.ErrorDetail != "" {
 			out.printf("error detail: %s\n", r.ErrorDetail)
 		}
+	case r.HTTP != nil:
+		printHTTP(out, r.HTTP)
 	case r.Value != nil:
 		out.printf("%s\n", *r.Value)
 	default:
@@ -199,7 +220,12 @@ func cmdState(ctx context.Context, c *conn, cfg *config, out *printer) error {
 
 func printKey(out *printer, r keyReport) {
 	out.field("key", "%s", r.Key)
-	out.field("redis key", "%s", r.RedisKey)
+	if r.RedisKey != "" {
+		out.field("redis key", "%s", r.RedisKey)
+	}
+	if r.Consumer != nil {
+		out.field("consumer", "%s", consumerText(r.Consumer))
+	}
 	out.field("state", "%s", r.State)
 	if r.State == "absent" {
 		return
@@ -238,7 +264,8 @@ func printKey(out *printer, r keyReport) {
 }
 
 // cmdForget deletes a key's result. A key in progress is refused (by the
-// store itself, if it was claimed after the check).
+// store itself, if it was claimed after the check). With -dry-run it says
+// what it would do, and deletes nothing: the exit code is the same.
 func cmdForget(ctx context.Context, c *conn, cfg *config, out *printer) error {
 	r, e, err := c.lookup(ctx, cfg)
 	if err != nil {
@@ -250,9 +277,18 @@ func cmdForget(ctx context.Context, c *conn, cfg *config, out *printer) error {
 	case store.Held:
 		return inProgress(r, "not forgotten (forget it once it settles)")
 	}
+	if cfg.dryRun {
+		r.DryRun = true
+		if out.json {
+			out.encode(r)
+		} else {
+			out.printf("would forget %s (%s); pass no -dry-run to forget it\n", r.Key, r.State)
+		}
+		return nil
+	}
 	err = c.store.Forget(ctx, r.Key)
 	if errors.Is(err, store.ErrInProgress) {
-		return &exitError{exitInProgress, fmt.Sprintf("key %q was claimed again meanwhile: not forgotten", r.Key)}
+		return &exitError{exitInProgress, fmt.Sprintf("key %s was claimed again meanwhile: not forgotten", keytext.Quote(r.Key))}
 	}
 	if err != nil {
 		return c.failed(err)

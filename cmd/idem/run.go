@@ -11,7 +11,7 @@ import (
 // The exit codes.
 const (
 	exitOK         = 0
-	exitFailed     = 1 // Redis unreachable or failing
+	exitFailed     = 1 // the store unreachable or failing
 	exitUsage      = 2
 	exitNoRecord   = 3 // absent, or a Redis key that is not idem's
 	exitInProgress = 4 // get has no result yet; forget refused
@@ -49,6 +49,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = cmdState(ctx, c, cfg, out)
 	case "forget":
 		err = cmdForget(ctx, c, cfg, out)
+	case "list":
+		err = cmdList(ctx, c, cfg, out)
 	case "clear":
 		err = cmdClear(ctx, c, cfg, out)
 	case "stats":

@@ -3,11 +3,11 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"golang.org/x/sync/errgroup"
 
 	"github.com/idemrt/idem/store"
-	"github.com/idemrt/idem/store/redisstore"
 )
 
 // inspectors bounds the Inspect calls in flight during a walk.
@@ -17,7 +17,7 @@ const inspectors = 8
 type found struct {
 	key     string
 	entry   store.Entry
-	corrupt *redisstore.CorruptError
+	corrupt *corruptRecord
 }
 
 // walk scans the keys that start with prefix, page by page, inspects each
@@ -62,9 +62,16 @@ func (c *conn) inspectAll(ctx context.Context, keys []string) ([]found, error) {
 	for i, k := range keys {
 		g.Go(func() error {
 			e, err := c.store.Inspect(gctx, k)
-			res[i] = found{key: k, entry: e}
+			res[i] = found{key: k, entry: e, corrupt: asCorrupt(err)}
 			switch {
-			case errors.As(err, &res[i].corrupt):
+			case res[i].corrupt != nil:
+			case errors.Is(err, store.ErrInvalidKey) && len(k) > store.MaxKeyLen:
+				// Listed, but longer than any store reads: a scoped Redis
+				// store of an older version wrote it. Left alone, and the
+				// walk goes on.
+				res[i].corrupt = &corruptRecord{RedisKey: c.recordName(k), Reason: fmt.Sprintf(
+					"its key is %d bytes, over the %d-byte limit (an older version stored it with a scope): Runtime.Clear deletes it, or it expires",
+					len(k), store.MaxKeyLen)}
 			case err != nil:
 				return c.failed(err)
 			}

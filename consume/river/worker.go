@@ -11,6 +11,7 @@ import (
 
 	"github.com/idemrt/idem"
 	"github.com/idemrt/idem/consume"
+	"github.com/idemrt/idem/internal/keytext"
 )
 
 // Keyed is implemented by job args that name their own idempotency key:
@@ -185,7 +186,7 @@ func (w *Worker[T]) answer(job *river.Job[T], v consume.Verdict) error {
 		}
 		w.o.Logger.Warn("consume/river: job cancelled", "job", job.ID, "kind", job.Kind, "key", v.Key,
 			"attempt", job.Attempt, "reason", err.Error())
-		return river.JobCancel(fmt.Errorf("consume/river: job %d (idem key %q): %w", job.ID, v.Key, err))
+		return river.JobCancel(fmt.Errorf("consume/river: job %d (idem key %s): %w", job.ID, keytext.Quote(v.Key), err))
 	}
 	var conflict *idem.ConflictError
 	if v.Outcome == idem.NoOutcome && errors.As(v.Err, &conflict) {
@@ -194,7 +195,7 @@ func (w *Worker[T]) answer(job *river.Job[T], v consume.Verdict) error {
 		return river.JobSnooze(max(v.Delay, 0))
 	}
 	if v.Err == nil {
-		return fmt.Errorf("consume/river: job %d (idem key %q): retry (%s)", job.ID, v.Key, v.Decision)
+		return fmt.Errorf("consume/river: job %d (idem key %s): retry (%s)", job.ID, keytext.Quote(v.Key), v.Decision)
 	}
-	return fmt.Errorf("consume/river: job %d (idem key %q): %w", job.ID, v.Key, v.Err)
+	return fmt.Errorf("consume/river: job %d (idem key %s): %w", job.ID, keytext.Quote(v.Key), v.Err)
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/idemrt/idem/internal/keytext"
 	"github.com/idemrt/idem/store"
 )
 
@@ -20,7 +21,7 @@ type CorruptError struct {
 }
 
 func (e *CorruptError) Error() string {
-	return fmt.Sprintf("pgstore: the row of key %q in table %s is corrupt: %s", e.Key, e.Table, e.Reason)
+	return fmt.Sprintf("pgstore: the row of key %s in table %s is corrupt: %s", keytext.Quote(e.Key), e.Table, e.Reason)
 }
 
 // Is reports whether target is [store.ErrCorrupt].

@@ -46,7 +46,7 @@ type call struct {
 // returns false for an op that must not reach Redis.
 func (s *Store) prepare(op *store.Op) (call, bool) {
 	op.Err = nil
-	if err := store.ValidateKey(op.Key); err != nil {
+	if err := s.checkKey(op.Kind, op.Key); err != nil {
 		op.Err = err
 		return call{}, false
 	}

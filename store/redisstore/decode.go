@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/idemrt/idem/internal/keytext"
 	"github.com/idemrt/idem/store"
 )
 
@@ -174,7 +175,7 @@ type CorruptError struct {
 }
 
 func (e *CorruptError) Error() string {
-	return fmt.Sprintf("redisstore: record %s of key %q is corrupt: %s", e.RedisKey, e.Key, e.Reason)
+	return fmt.Sprintf("redisstore: record %s of key %s is corrupt: %s", e.RedisKey, keytext.Quote(e.Key), e.Reason)
 }
 
 // Is reports whether target is [store.ErrCorrupt].

@@ -90,3 +90,20 @@ func ExampleStore_Inspect() {
 		fmt.Println("absent")
 	}
 }
+
+// With Options.Scope, the longest key a store claims is store.MaxKeyLen
+// less the scope's prefix: a service that takes keys from its callers
+// checks them against it. (Not run by the tests: it needs a server at
+// that address; the tests start their own.)
+func ExampleStore_MaxKeyLen() {
+	ctx := context.Background()
+	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
+	defer client.Close()
+	st, err := redisstore.New(ctx, client, redisstore.Options{Scope: store.Scope{Namespace: "billing", Version: "v2"}})
+	if err != nil {
+		panic(err)
+	}
+	defer st.Close()
+	// store.MaxKeyLen less len("ff:idemp:billing:v2:").
+	fmt.Println(st.MaxKeyLen())
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/idemrt/idem/internal/keytext"
 	"github.com/idemrt/idem/store"
 )
 
@@ -29,7 +30,7 @@ func (s *Store) Inspect(ctx context.Context, key string) (store.Entry, error) {
 	rk := s.RecordKey(key)
 	vals, err := inspectScript.Run(ctx, s.c, []string{rk}).Slice()
 	if err != nil {
-		return store.Entry{}, fmt.Errorf("redisstore: inspect %q: %w", key, err)
+		return store.Entry{}, fmt.Errorf("redisstore: inspect %s: %w", keytext.Quote(key), err)
 	}
 	e, err := decodeEntry(vals, time.Now())
 	if err != nil {

@@ -72,7 +72,10 @@ type Options struct {
 	// Default: "idem:".
 	KeyPrefix string
 	// Scope, when set, is applied to every key with store.BuildKey before it
-	// is stored, so that several services can share one Redis.
+	// is stored, so that several services can share one Redis. The stored
+	// key must fit store.MaxKeyLen: a claim of a key longer than
+	// Store.MaxKeyLen (the limit less the scope's prefix) fails with
+	// store.ErrInvalidKey.
 	// Default: none.
 	Scope store.Scope
 	// Timeout bounds each batch (one pipeline) when the caller's context
