@@ -25,6 +25,7 @@ type config struct {
 	json   bool
 	dryRun bool
 	yes    bool
+	all    bool // clear: an empty scope, every key of the store prefix
 	page   int
 
 	cmd  string
@@ -68,6 +69,8 @@ Output and clear:
   -json              JSON on stdout instead of text
   -dry-run           clear: list what would be deleted, delete nothing
   -yes               clear: delete (required unless -dry-run)
+  -all               clear -yes with no -namespace, -version or -key-prefix:
+                     every key of the store prefix (refused without it)
   -page N            clear/stats: keys per SCAN page (default 500)
 
 Exit codes: 0 done; 1 Redis unreachable or failing; 2 bad usage;
@@ -104,6 +107,7 @@ func parseArgs(args []string) (*config, error) {
 	fs.BoolVar(&cfg.json, "json", false, "")
 	fs.BoolVar(&cfg.dryRun, "dry-run", false, "")
 	fs.BoolVar(&cfg.yes, "yes", false, "")
+	fs.BoolVar(&cfg.all, "all", false, "")
 	fs.IntVar(&cfg.page, "page", 500, "")
 
 	// The flag package stops at the first argument that is not a flag:
@@ -163,6 +167,10 @@ func (cfg *config) check(set map[string]bool) error {
 		return usagef("-redis-key applies to get, state and forget only")
 	case cfg.redisKey && cfg.scoped:
 		return usagef("-redis-key names the record itself: it takes no -namespace or -version")
+	case cfg.all && cfg.cmd != "clear":
+		return usagef("-all applies to clear only")
+	case cfg.cmd == "clear" && cfg.yes && !cfg.all && cfg.namespace == "" && cfg.version == "" && cfg.keyPrefix == "":
+		return usagef("clear with an empty scope (no -namespace, -version or -key-prefix, or empty ones) deletes every key of the store prefix: pass -all to mean it")
 	case cfg.allVersions && (!set["namespace"] || set["version"] || set["key-prefix"]):
 		return usagef("-all-versions needs -namespace, and takes no -version or -key-prefix")
 	}

@@ -92,6 +92,14 @@ func cmdClear(ctx context.Context, c *conn, cfg *config, out *printer) error {
 		}
 		return nil
 	})
+	if !cfg.dryRun && rep.Deleted > 0 {
+		// Each Forget announced its key to the runtimes sharing the store;
+		// the scope goes too, for the results they cached of keys already
+		// gone from the store.
+		if perr := c.store.InvalidatePrefix(ctx, rep.Prefix); perr != nil && err == nil {
+			err = c.failed(fmt.Errorf("publish the cleared scope: %w", perr))
+		}
+	}
 	if err != nil && !cfg.dryRun && rep.Deleted > 0 {
 		err = fmt.Errorf("%w (after deleting %d records)", err, rep.Deleted)
 	}

@@ -97,8 +97,9 @@ func (s *Store) parseInvalidation(msg string) (store.Invalidation, bool) {
 	kind, full := msg[:min(1, len(msg))], msg[min(1, len(msg)):]
 	switch kind {
 	case invalKey:
-		key, ok := strings.CutPrefix(full, s.scope)
-		return store.Invalidation{Key: key}, ok
+		if key, ok := strings.CutPrefix(full, s.scope); ok {
+			return store.Invalidation{Key: key}, true
+		}
 	case invalPrefix:
 		if p, ok := strings.CutPrefix(full, s.scope); ok {
 			return store.Invalidation{Key: p, Prefix: true}, true
