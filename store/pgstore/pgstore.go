@@ -87,6 +87,8 @@ type Store struct {
 	closed   bool
 	listener *listener // nil until the first Subscribe
 	subs     map[string]*subscription
+	// invalChannel is the table's invalidation channel (invalidate.go).
+	invalChannel string
 
 	idMu sync.Mutex
 	id   *dbIdentity // the database's identity, once read (SameDatabase)
@@ -96,11 +98,12 @@ type Store struct {
 }
 
 var (
-	_ store.Store     = (*Store)(nil)
-	_ store.Batcher   = (*Store)(nil)
-	_ store.Waker     = (*Store)(nil)
-	_ store.Inspector = (*Store)(nil)
-	_ store.Scanner   = (*Store)(nil)
+	_ store.Store       = (*Store)(nil)
+	_ store.Batcher     = (*Store)(nil)
+	_ store.Waker       = (*Store)(nil)
+	_ store.Inspector   = (*Store)(nil)
+	_ store.Scanner     = (*Store)(nil)
+	_ store.Invalidator = (*Store)(nil)
 )
 
 // New returns a Store on pool, which stays the caller's to close (after
@@ -122,7 +125,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store, error) 
 		return nil, err
 	}
 	s := &Store{pool: pool, names: n, q: buildQueries(n.table), timeout: opts.Timeout,
-		cleanupBatch: opts.CleanupBatch, subs: map[string]*subscription{}}
+		cleanupBatch: opts.CleanupBatch, subs: map[string]*subscription{}, invalChannel: invalChannelOf(n.table)}
 	if s.cleanupBatch == 0 {
 		s.cleanupBatch = defaultCleanupBatch
 	}
