@@ -119,32 +119,55 @@ func Invalidate(t *testing.T, sa, sb store.Store) {
 // reads a key's result from the store (its claim finds it completed), A
 // forgets the key and B receives the invalidation, and only then B's read
 // comes back. B answers with the result it read (the call was concurrent
-// with the Forget), but must not cache it: its next call runs again.
+// with the Forget), but must not cache it: its next call runs again. The
+// same holds for the invalidation of a prefix of the key (a Clear's).
 func InvalidateRace(t *testing.T, sa, sb store.Store) {
-	iv, ok := sb.(store.Invalidator)
+	ia, ok := sa.(store.Invalidator)
 	if !ok {
-		t.Fatalf("%T does not implement store.Invalidator", sb)
+		t.Fatalf("%T does not implement store.Invalidator", sa)
 	}
-	held := &heldReads{Store: sb, iv: iv, key: "race", read: make(chan struct{}), release: make(chan struct{})}
 	a := idemtest.Runtime(t, idem.Options{Store: sa})
-	b := idemtest.Runtime(t, idem.Options{Store: held})
 	var c counted
-	c.do(t, a, "race", idem.Executed)
-	held.armed.Store(true)
-	ch := idemtest.GoDo(bg, b, "race", c.fn("race"))
-	idemtest.Recv(t, held.read) // B's claim has read the result
-	if err := a.Forget(bg, "race"); err != nil {
-		t.Fatal(err)
+	for _, tc := range []struct {
+		key        string
+		invalidate func() error
+		after      idem.Outcome // B's next call
+	}{
+		{"race-key", func() error { return a.Forget(bg, "race-key") }, idem.Executed},
+		// Announced without a delete: B's next call replays from the store.
+		{"race-prefix", func() error { return ia.InvalidatePrefix(bg, "race-p") }, idem.Replayed},
+	} {
+		held := heldRuntime(t, sb, tc.key)
+		b := held.rt
+		c.do(t, a, tc.key, idem.Executed)
+		held.armed.Store(true)
+		ch := idemtest.GoDo(bg, b, tc.key, c.fn(tc.key))
+		idemtest.Recv(t, held.read) // B's claim has read the result
+		if err := tc.invalidate(); err != nil {
+			t.Fatal(err)
+		}
+		idemtest.Eventually(t, "B receives the invalidation", func() bool { return b.Stats().Invalidations > 0 })
+		close(held.release) // B's read comes back after the invalidation
+		if r := idemtest.Recv(t, ch); r.Err != nil || r.Out != idem.Replayed {
+			t.Fatalf("%s: B's call: %+v", tc.key, r)
+		}
+		if n := b.Stats().CacheEntries; n != 0 {
+			t.Fatalf("%s: B cached the result it read before the invalidation (%d entries)", tc.key, n)
+		}
+		c.do(t, b, tc.key, tc.after)
 	}
-	idemtest.Eventually(t, "B receives the invalidation", func() bool { return b.Stats().Invalidations > 0 })
-	close(held.release) // B's read comes back after the invalidation
-	if r := idemtest.Recv(t, ch); r.Err != nil || r.Out != idem.Replayed {
-		t.Fatalf("B's call: %+v", r)
+}
+
+// heldRuntime returns a runtime on s whose first claim of key, once
+// armed, is held after the store answered it.
+func heldRuntime(t *testing.T, s store.Store, key string) *heldReads {
+	iv, ok := s.(store.Invalidator)
+	if !ok {
+		t.Fatalf("%T does not implement store.Invalidator", s)
 	}
-	if n := b.Stats().CacheEntries; n != 0 {
-		t.Fatalf("B cached the result it read before the Forget (%d entries)", n)
-	}
-	c.do(t, b, "race", idem.Executed)
+	h := &heldReads{Store: s, iv: iv, key: key, read: make(chan struct{}), release: make(chan struct{})}
+	h.rt = idemtest.Runtime(t, idem.Options{Store: h})
+	return h
 }
 
 // heldReads holds the first Claim of key, once armed, after the store
@@ -153,6 +176,7 @@ func InvalidateRace(t *testing.T, sa, sb store.Store) {
 // worker, not from a shard.
 type heldReads struct {
 	store.Store
+	rt      *idem.Runtime
 	iv      store.Invalidator
 	key     string
 	armed   atomic.Bool

@@ -75,7 +75,10 @@ func (s *Store) Subscribe(ctx context.Context, fn func(key string)) (string, fun
 	}
 	id := "idem_" + hex.EncodeToString(b[:])
 	sub := &subscription{s: s, id: id, channel: id, fn: fn, waits: map[string]*wait{}}
-	return sub.id, sub.stop, sub.start(ctx)
+	if err := sub.start(ctx); err != nil {
+		return "", nil, err
+	}
+	return sub.id, sub.stop, nil
 }
 
 // start adds sub to the store's subscriptions and returns once the
