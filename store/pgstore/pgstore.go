@@ -50,6 +50,11 @@
 // runtime checks every key it waits on; the runtime's lease-aware re-claim
 // timer covers the rest.
 //
+// It implements [store.Invalidator] on the same connection: the forget
+// statement notifies the table's invalidation channel with the key it
+// deleted (in hex: unlike a wake-up, the key itself), so that every
+// runtime on the table drops it from its cache (see invalidate.go).
+//
 // Call [Store.Migrate] once to create or upgrade the table, or run the SQL
 // printed in docs/postgres.md with your own migrations. See that document
 // for the schema, the isolation level, cleanup, failure modes and
