@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"strings"
 	"testing"
+	"time"
 
 	idemrt "github.com/idemrt/idem"
 	"github.com/idemrt/idem/internal/idemtest"
@@ -37,5 +39,26 @@ func TestForgetAndClearReachRuntimes(t *testing.T) {
 	do(two, idemrt.Executed)
 	if runs[one] != 3 || runs[two] != 2 {
 		t.Fatalf("runs: %v", runs)
+	}
+}
+
+// clear -yes of an empty scope (every key of the store prefix) needs -all.
+func TestClearEmptyScopeNeedsAll(t *testing.T) {
+	for _, args := range [][]string{
+		{"clear", "-yes"},
+		{"-namespace", "", "-version", "", "clear", "-yes"},
+	} {
+		if r := idem(t, args...); r.code != exitUsage || !strings.Contains(r.err, "pass -all to mean it") {
+			t.Errorf("%q: exit %d, stderr %q; want a usage error asking for -all", args, r.code, r.err)
+		}
+	}
+	if r := idem(t, "stats", "-all"); r.code != exitUsage || !strings.Contains(r.err, "-all applies to clear only") {
+		t.Errorf("stats -all: exit %d, stderr %q", r.code, r.err)
+	}
+	f := single(t)
+	f.done("k", store.Record{Value: []byte("v")}, time.Hour)
+	f.idem("clear", "-yes", "-all").want(t, exitOK)
+	if st := f.state("k"); st != store.Absent {
+		t.Fatalf("after clear -yes -all: %v", st)
 	}
 }
