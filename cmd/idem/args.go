@@ -42,6 +42,7 @@ Usage:
   idem [flags] forget KEY  delete the key's result (refused while in progress)
   idem [flags] clear       delete the results of the scope: -dry-run lists
                            them, -yes deletes them; keys in progress are skipped
+                           (an empty scope, every key, also needs -all)
   idem [flags] stats       the scope's records by state, value sizes, TTL left
 
 Flags go before or after the command; put -- before a KEY that starts with -.
@@ -69,8 +70,6 @@ Output and clear:
   -json              JSON on stdout instead of text
   -dry-run           clear: list what would be deleted, delete nothing
   -yes               clear: delete (required unless -dry-run)
-  -all               clear -yes with no -namespace, -version or -key-prefix:
-                     every key of the store prefix (refused without it)
   -page N            clear/stats: keys per SCAN page (default 500)
 
 Exit codes: 0 done; 1 Redis unreachable or failing; 2 bad usage;
