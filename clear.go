@@ -28,6 +28,11 @@ type ClearOptions struct {
 	// Default: 100.
 	MaxSkippedKeys int
 
+	// All must be set to clear the zero store.Scope, every key of the
+	// store: a Scope built from empty variables is refused otherwise.
+	// Default: false.
+	All bool
+
 	// Progress, when set, is called after each page with the totals so far,
 	// on Clear's goroutine (it must not keep the SkippedKeys slice).
 	// Default: nil.
@@ -77,7 +82,9 @@ const (
 // version of it (a Version without a Namespace: that version's keys in the
 // empty namespace). The zero Scope selects every key of the store, whatever
 // its form (keys not built by BuildKey too): it empties the store of
-// results, for every service that shares it. Use it with care.
+// results, for every service that shares it, and is refused with an error
+// matching [ErrInvalidArgument] unless ClearOptions.All is set (a Scope
+// built from empty variables must not wipe the store).
 //
 // Keys in progress are never broken: a key this runtime has calls of in
 // flight (a run, the storing or release of its outcome, or callers waiting
@@ -99,9 +106,12 @@ const (
 // was sent counts what the store did). A store failure stops it with a
 // [*StoreError], and what it did so far.
 //
-// Other instances that share the store may keep replaying a result from
-// their own caches until it is evicted or expires there, as after
-// [Runtime.Forget].
+// With a store that implements [store.Invalidator], each deleted key and,
+// when Clear returns, the scope itself are published to every runtime
+// that shares the store, which drop them from their caches (see
+// [Runtime.Forget]). With any other store, other instances may keep
+// replaying a result from their own caches until it is evicted or expires
+// there.
 //
 // It needs a store that implements [store.Scanner] (memstore and
 // redisstore do); with any other store it returns an error matching
@@ -111,6 +121,9 @@ func (rt *Runtime) Clear(ctx context.Context, scope store.Scope, opts ClearOptio
 	if opts.PageSize < 0 || opts.MaxSkippedKeys < 0 {
 		return res, fmt.Errorf("%w: ClearOptions: PageSize %d and MaxSkippedKeys %d must not be negative (zero means the default)",
 			ErrInvalidArgument, opts.PageSize, opts.MaxSkippedKeys)
+	}
+	if scope == (store.Scope{}) && !opts.All {
+		return res, fmt.Errorf("%w: Clear of the zero store.Scope (every key of the store) needs ClearOptions.All", ErrInvalidArgument)
 	}
 	if opts.PageSize == 0 {
 		opts.PageSize = defaultClearPage
@@ -134,6 +147,9 @@ func (rt *Runtime) Clear(ctx context.Context, scope store.Scope, opts ClearOptio
 	if err := rt.set.DropCached(ctx, prefix); err != nil {
 		return res, clearErr(err)
 	}
+	// Whatever happens next, the other instances drop the scope from
+	// their caches once the deletes done here are over.
+	defer rt.invalidatePrefix(ctx, prefix)
 	cursor := ""
 	for {
 		if rt.closed.Load() {
@@ -153,6 +169,24 @@ func (rt *Runtime) Clear(ctx context.Context, scope store.Scope, opts ClearOptio
 			return res, nil
 		}
 		cursor = next
+	}
+}
+
+// invalidatePrefix tells the runtimes that share the store, when it
+// implements store.Invalidator, that the keys of prefix were deleted. It
+// is sent also when ctx has ended (a Clear stopped part way deleted keys
+// too), within StoreTimeout; a failure is logged: the keys deleted were
+// published one by one already.
+func (rt *Runtime) invalidatePrefix(ctx context.Context, prefix string) {
+	iv, ok := rt.store.(store.Invalidator)
+	if !ok {
+		return
+	}
+	sctx, cancel := rt.storeContext(context.WithoutCancel(ctx))
+	defer cancel()
+	if err := iv.InvalidatePrefix(sctx, prefix); err != nil {
+		rt.opts.Logger.Warn("idem: Clear could not publish its scope to the other instances; the keys it deleted were published one by one",
+			"prefix", prefix, "err", err)
 	}
 }
 

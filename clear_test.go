@@ -63,7 +63,7 @@ func TestClearScopes(t *testing.T) {
 			mem := memstore.New(memstore.Options{})
 			rt := idemtest.Runtime(t, idem.Options{Store: mem})
 			doAll(t, rt, all...)
-			res, err := rt.Clear(bg, c.scope, idem.ClearOptions{})
+			res, err := rt.Clear(bg, c.scope, idem.ClearOptions{All: c.scope == store.Scope{}})
 			cleared := len(all) - len(c.kept)
 			if err != nil || res.Scanned != cleared || res.Deleted != cleared || res.Skipped != 0 || len(res.SkippedKeys) != 0 {
 				t.Fatalf("%+v, %v; want %d scanned and deleted", res, err, cleared)
@@ -173,10 +173,19 @@ func (forgetFails) Forget(context.Context, string) error { return errDown }
 
 func TestClearRefuses(t *testing.T) {
 	rt := idemtest.Runtime(t, idem.Options{Store: plainStore{memstore.New(memstore.Options{})}})
-	if _, err := rt.Clear(bg, store.Scope{}, idem.ClearOptions{}); !errors.Is(err, errors.ErrUnsupported) {
+	if _, err := rt.Clear(bg, store.Scope{}, idem.ClearOptions{All: true}); !errors.Is(err, errors.ErrUnsupported) {
 		t.Fatalf("a store without Scanner: %v", err)
 	}
-	rt = idemtest.Runtime(t, idem.Options{})
+	// The zero Scope (empty variables) clears nothing without All.
+	mem := memstore.New(memstore.Options{})
+	rt = idemtest.Runtime(t, idem.Options{Store: mem})
+	doAll(t, rt, "a", store.BuildKey("b", store.Scope{Namespace: "n"}))
+	if res, err := rt.Clear(bg, store.Scope{}, idem.ClearOptions{}); !errors.Is(err, idem.ErrInvalidArgument) || res.Scanned != 0 {
+		t.Fatalf("the zero Scope without All: %+v %v", res, err)
+	}
+	if have := stored(t, mem, "a", store.BuildKey("b", store.Scope{Namespace: "n"})); len(have) != 2 {
+		t.Fatalf("the zero Scope without All deleted keys: %q left", have)
+	}
 	for _, o := range []idem.ClearOptions{{PageSize: -1}, {MaxSkippedKeys: -1}} {
 		if _, err := rt.Clear(bg, store.Scope{}, o); !errors.Is(err, idem.ErrInvalidArgument) {
 			t.Fatalf("%+v: %v", o, err)
@@ -185,7 +194,7 @@ func TestClearRefuses(t *testing.T) {
 	broken := idemtest.Runtime(t, idem.Options{Store: forgetFails{memstore.New(memstore.Options{})}})
 	doAll(t, broken, "a", "b")
 	var se *idem.StoreError
-	if res, err := broken.Clear(bg, store.Scope{}, idem.ClearOptions{}); !errors.As(err, &se) || se.Op != "forget" || res.Scanned != 2 || res.Deleted != 0 {
+	if res, err := broken.Clear(bg, store.Scope{}, idem.ClearOptions{All: true}); !errors.As(err, &se) || se.Op != "forget" || res.Scanned != 2 || res.Deleted != 0 {
 		t.Fatalf("store down: %+v, %v", res, err)
 	}
 	closed, err := idem.New(idem.Options{})
@@ -195,7 +204,7 @@ func TestClearRefuses(t *testing.T) {
 	if err := closed.Close(bg); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := closed.Clear(bg, store.Scope{}, idem.ClearOptions{}); !errors.Is(err, idem.ErrClosed) {
+	if _, err := closed.Clear(bg, store.Scope{}, idem.ClearOptions{All: true}); !errors.Is(err, idem.ErrClosed) {
 		t.Fatalf("closed runtime: %v", err)
 	}
 }
@@ -210,7 +219,7 @@ func TestClearSkipsKeyFinishingHere(t *testing.T) {
 	st.pauseNext(store.OpComplete)
 	owner := idemtest.GoDo(bg, rt, "k", idemtest.Value("old"))
 	st.waitPaused(t, store.OpComplete)
-	res, err := rt.Clear(bg, store.Scope{}, idem.ClearOptions{})
+	res, err := rt.Clear(bg, store.Scope{}, idem.ClearOptions{All: true})
 	st.resume <- struct{}{}
 	if err != nil || res.Scanned != 1 || res.Deleted != 0 || res.Skipped != 1 || !slices.Equal(res.SkippedKeys, []string{"k"}) {
 		t.Fatalf("Clear during the run's Complete: %+v, %v; want k skipped", res, err)
@@ -240,7 +249,7 @@ func TestClearCallDuringTheDelete(t *testing.T) {
 	}
 	cleared := make(chan clearDone, 1)
 	go func() {
-		res, err := rt.Clear(bg, store.Scope{}, idem.ClearOptions{})
+		res, err := rt.Clear(bg, store.Scope{}, idem.ClearOptions{All: true})
 		cleared <- clearDone{res, err}
 	}()
 	st.waitPaused(t, store.OpForget)
@@ -280,7 +289,7 @@ func TestClearCancelledDuringTheDelete(t *testing.T) {
 		}
 		rt := idemtest.Runtime(t, idem.Options{Store: st, Shards: shards})
 		doAll(t, rt, keys...) // a batched store: cached when Do returns
-		res, err := rt.Clear(ctx, store.Scope{}, idem.ClearOptions{})
+		res, err := rt.Clear(ctx, store.Scope{}, idem.ClearOptions{All: true})
 		cancel()
 		have := stored(t, st.mem, keys...)
 		if !errors.Is(err, context.Canceled) || res.Deleted != len(keys)-len(have) || res.Deleted == 0 {

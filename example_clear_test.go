@@ -27,8 +27,12 @@ func ExampleRuntime_Clear() {
 	fmt.Println(errors.Is(err, idem.ErrNotFound))
 	_, err = idem.Get[int](ctx, rt, other) // another tenant: kept
 	fmt.Println(err)
+	var empty store.Scope // a scope built from empty variables: refused
+	_, err = rt.Clear(ctx, empty, idem.ClearOptions{})
+	fmt.Println(errors.Is(err, idem.ErrInvalidArgument))
 	// Output:
 	// 3 3 0 <nil>
 	// true
 	// <nil>
+	// true
 }

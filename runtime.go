@@ -185,6 +185,12 @@ type Stats struct {
 	// Options.CacheBytes).
 	CacheEntries int
 	CacheBytes   int64
+	// Invalidations counts the messages of a store that implements
+	// store.Invalidator (a key forgotten or a scope cleared by any
+	// instance sharing the store, or a lost subscription), and CacheDrops
+	// the cached results they dropped.
+	Invalidations int64
+	CacheDrops    int64
 }
 
 // Stats returns the runtime's counters: keys in flight, parked callers,
@@ -201,7 +207,9 @@ func (rt *Runtime) Stats() Stats {
 		st.EarlyTakeovers += s.EarlyTakeovers
 		st.CacheEntries += s.CacheEntries
 		st.CacheBytes += s.CacheBytes
+		st.CacheDrops += s.CacheDrops
 	})
+	st.Invalidations = rt.set.Invalidations()
 	return st
 }
 
@@ -245,8 +253,15 @@ func (rt *Runtime) warnOverload(key string) {
 
 // Forget deletes the stored result of key, in this runtime's cache and in
 // the store, so the next call runs again. It returns a *ConflictError while
-// the key is in progress. Other instances that share the store may keep
-// replaying the result from their own caches until it expires there.
+// the key is in progress.
+//
+// With a store that implements [store.Invalidator] (memstore, redisstore,
+// pgstore), the store tells every runtime that shares it, and each drops the
+// key from its cache: shortly after Forget returns (docs/operations.md
+// gives the bound), no instance replays the result. A runtime that may
+// have missed the message (its subscription reconnected) drops its whole
+// cache. With any other store, other instances may keep replaying the
+// result from their own caches until it expires there.
 func (rt *Runtime) Forget(ctx context.Context, key string) error {
 	if err := store.ValidateKey(key); err != nil {
 		return err

@@ -26,10 +26,13 @@ type Set struct {
 	cfg      *Config
 	started  atomic.Bool
 	stopWake func()
-	live     *liveMonitor // nil without early takeover
-	once     sync.Once
-	done     chan struct{}
-	force    chan struct{} // closed by a later Close whose ctx ended first
+	// stopInval ends the store's invalidation subscription (nil: none).
+	stopInval      func()
+	nInvalidations atomic.Int64
+	live           *liveMonitor // nil without early takeover
+	once           sync.Once
+	done           chan struct{}
+	force          chan struct{} // closed by a later Close whose ctx ended first
 	// observeOff, once Close is done, drops the batch observer\'s calls.
 	observeMu  sync.RWMutex
 	observeOff bool
@@ -50,6 +53,9 @@ type Stats struct {
 	// The LRU: results held, and their weight in bytes (Cached.Size).
 	CacheEntries int
 	CacheBytes   int64
+	// CacheDrops counts the LRU entries dropped by store invalidations
+	// (store.Invalidator).
+	CacheDrops int64
 }
 
 // NewSet starts n shard actors sharing cfg. Its Logger, Clock and Store must
@@ -80,6 +86,16 @@ func NewSet(ctx context.Context, n int, cfg Config) (*Set, error) {
 			return nil, err
 		}
 		cfg.wakerID, set.stopWake = id, stop
+	}
+	if iv, ok := cfg.Store.(store.Invalidator); ok && cfg.CacheEntries > 0 {
+		stop, err := iv.SubscribeInvalidations(ctx, set.onInvalidation)
+		if err != nil {
+			if set.stopWake != nil {
+				set.stopWake()
+			}
+			return nil, err
+		}
+		set.stopInval = stop
 	}
 	if l, ok := cfg.Store.(store.Liveness); ok && cfg.EarlyTakeover {
 		set.live = newLiveMonitor(set.cfg, l, instance, func() { set.route("") })
@@ -221,7 +237,7 @@ func (set *Set) Done() <-chan struct{} { return set.done }
 func (set *Set) Stats(each func(shard int, st Stats)) {
 	for i, s := range set.shards {
 		st := Stats{InFlight: int(s.nEntries.Load()), Waiters: int(s.nWaiters.Load()), Pending: s.gate.Pending(),
-			Batches: s.nBatches.Load(), Ops: s.nOps.Load(), EarlyTakeovers: s.nEarly.Load()}
+			Batches: s.nBatches.Load(), Ops: s.nOps.Load(), EarlyTakeovers: s.nEarly.Load(), CacheDrops: s.nDrops.Load()}
 		if s.cache != nil {
 			st.CacheEntries, st.CacheBytes = s.cache.Len(), s.cacheBytes.Load()
 		}
@@ -285,6 +301,9 @@ func (set *Set) close(ctx context.Context) error {
 	}
 	if set.stopWake != nil {
 		set.stopWake()
+	}
+	if set.stopInval != nil {
+		set.stopInval()
 	}
 	if set.live != nil {
 		set.live.stop()

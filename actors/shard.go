@@ -121,6 +121,7 @@ type shard struct {
 	nBatches atomic.Int64
 	nOps     atomic.Int64
 	nEarly   atomic.Int64 // keys taken over from a dead instance's owner
+	nDrops   atomic.Int64 // LRU entries dropped by store invalidations
 
 	lastStoreWarn time.Time // owned by the actor: rate of store warnings
 }
@@ -298,6 +299,8 @@ func (s *shard) receive(c actor.Context) {
 		s.onEndClear(m.p)
 	case *dropCached:
 		s.onDropCached(m)
+	case *invalidate:
+		s.onInvalidate(m.inv)
 	case *probe:
 		s.onProbe(m)
 	case *closing:

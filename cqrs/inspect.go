@@ -63,8 +63,9 @@ func (p *Idempotency) Payload(ctx context.Context, tenant, requestID string) ([]
 // tenant, so that the next dispatch with that request id runs its handler
 // again. Forgetting a command that was not processed is a no-op; while the
 // command runs, Forget fails with an error matching idem.ErrConflict.
-// Other instances that share the store may keep replaying the result from
-// their own caches until it expires there (see idem.Runtime.Forget).
+// Other instances that share the store drop the result from their caches
+// when the store announces the delete (memstore, redisstore and pgstore
+// do; see idem.Runtime.Forget).
 func (p *Idempotency) Forget(ctx context.Context, tenant, requestID string) error {
 	key, err := Key(tenant, requestID)
 	if err != nil {

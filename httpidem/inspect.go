@@ -93,8 +93,8 @@ func (m *Middleware) State(ctx context.Context, key, scope string) (idem.KeyStat
 // request with the key runs the handler again. Forgetting a key that holds
 // nothing is a no-op; while a request with the key runs, Forget fails with
 // an error matching idem.ErrConflict. Other instances that share the store
-// may keep replaying the response from their own caches until it expires
-// there (see idem.Runtime.Forget).
+// drop the response from their caches when the store announces the delete
+// (memstore, redisstore and pgstore do; see idem.Runtime.Forget).
 func (m *Middleware) Forget(ctx context.Context, key, scope string) error {
 	if err := m.rt.Forget(ctx, m.storeKey(key, scope)); err != nil {
 		return fmt.Errorf("httpidem: %w", err)

@@ -24,6 +24,8 @@
 //	idem_store_round_trip_seconds             histogram: store round trips
 //	idem_store_failed_operations_total        counter: operations the store failed
 //	idem_early_takeovers_total                counter: keys taken over from a dead instance's owner
+//	idem_invalidations_total                  counter: forgotten keys, cleared scopes and lost subscriptions the store announced
+//	idem_cache_drops_total                    counter: cached results those invalidations dropped
 //	idem_store_events_total{event}            counter: the store's own counts (store.Counted):
 //	                                          slot_reloads, unconfirmed_writes (Redis);
 //	                                          evictions, evicted_results, refused_claims (memory)
@@ -89,6 +91,7 @@ type Collector struct {
 
 	inFlight, parked, pending *prometheus.Desc
 	early, storeEvents        *prometheus.Desc
+	invals, drops             *prometheus.Desc
 	rt                        atomic.Pointer[idem.Runtime]
 }
 
@@ -135,6 +138,10 @@ func New(opts Options) *Collector {
 		"Admitted calls per shard, against Options.MaxPending.", []string{"shard"}, opts.ConstLabels)
 	c.early = prometheus.NewDesc(prometheus.BuildFQName(ns, "", "early_takeovers_total"),
 		"Keys taken over from an owner whose instance was found dead, before its lease ended.", nil, opts.ConstLabels)
+	c.invals = prometheus.NewDesc(prometheus.BuildFQName(ns, "", "invalidations_total"),
+		"Invalidations the store announced (store.Invalidator): keys forgotten, scopes cleared by any instance, and lost subscriptions.", nil, opts.ConstLabels)
+	c.drops = prometheus.NewDesc(prometheus.BuildFQName(ns, "", "cache_drops_total"),
+		"Cached results dropped by invalidations.", nil, opts.ConstLabels)
 	c.storeEvents = prometheus.NewDesc(prometheus.BuildFQName(ns, "", "store_events_total"),
 		"Events the store counts (store.Counted): slot_reloads and unconfirmed_writes on Redis; evictions, evicted_results and refused_claims in memory.",
 		[]string{"event"}, opts.ConstLabels)
@@ -207,6 +214,8 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.parked
 	ch <- c.pending
 	ch <- c.early
+	ch <- c.invals
+	ch <- c.drops
 	ch <- c.storeEvents
 }
 
@@ -227,7 +236,10 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(c.inFlight, prometheus.GaugeValue, float64(inFlight))
 	ch <- prometheus.MustNewConstMetric(c.parked, prometheus.GaugeValue, float64(parked))
-	ch <- prometheus.MustNewConstMetric(c.early, prometheus.CounterValue, float64(rt.Stats().EarlyTakeovers))
+	st := rt.Stats()
+	ch <- prometheus.MustNewConstMetric(c.early, prometheus.CounterValue, float64(st.EarlyTakeovers))
+	ch <- prometheus.MustNewConstMetric(c.invals, prometheus.CounterValue, float64(st.Invalidations))
+	ch <- prometheus.MustNewConstMetric(c.drops, prometheus.CounterValue, float64(st.CacheDrops))
 	for _, n := range rt.StoreCounts() {
 		ch <- prometheus.MustNewConstMetric(c.storeEvents, prometheus.CounterValue, float64(n.Value), n.Name)
 	}

@@ -264,3 +264,28 @@ func TestStoreEventsExported(t *testing.T) {
 		t.Fatalf("early takeovers %v, want 0", got)
 	}
 }
+
+// Invalidations and the cache entries they drop are exported: a Forget on
+// another runtime sharing the store drops this runtime's cached result.
+func TestInvalidationsExported(t *testing.T) {
+	mem := memstore.New(memstore.Options{})
+	col := idemprom.New(idemprom.Options{})
+	rt := idemtest.Runtime(t, idem.Options{Store: mem, Observer: col})
+	other := idemtest.Runtime(t, idem.Options{Store: mem})
+	col.Watch(rt)
+	url := serve(t, col)
+	if _, err := idem.Do(context.Background(), rt, "k", func(context.Context) (int, error) { return 1, nil }); err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Forget(context.Background(), "k"); err != nil {
+		t.Fatal(err)
+	}
+	idemtest.Eventually(t, "the cached result dropped", func() bool { return rt.Stats().CacheDrops == 1 })
+	fams := scrape(t, url)
+	if got := value(t, fams, "idem_invalidations_total", nil); got != 1 {
+		t.Fatalf("invalidations %v, want 1", got)
+	}
+	if got := value(t, fams, "idem_cache_drops_total", nil); got != 1 {
+		t.Fatalf("cache drops %v, want 1", got)
+	}
+}

@@ -29,6 +29,7 @@ type config struct {
 	json   bool
 	dryRun bool
 	yes    bool
+	all    bool // clear: an empty scope, every key of the store prefix
 	page   int
 	full   bool
 
@@ -58,6 +59,7 @@ Usage:
                            ended without a result: crashed work)
   idem [flags] clear       delete the results of the scope: -dry-run lists
                            them, -yes deletes them; keys in progress are skipped
+                           (an empty scope, every key, also needs -all)
   idem [flags] stats       the scope's records by state, value sizes, TTL left
 
 Flags go before or after the command; put -- before a KEY that starts with -.
@@ -141,6 +143,7 @@ func parseArgs(args []string) (*config, error) {
 	fs.BoolVar(&cfg.json, "json", false, "")
 	fs.BoolVar(&cfg.dryRun, "dry-run", false, "")
 	fs.BoolVar(&cfg.yes, "yes", false, "")
+	fs.BoolVar(&cfg.all, "all", false, "")
 	fs.IntVar(&cfg.page, "page", 500, "")
 
 	// The flag package stops at the first argument that is not a flag:
@@ -219,6 +222,10 @@ func (cfg *config) check(set map[string]bool) error {
 		return usagef("-redis-key names a Redis key: not with -postgres")
 	case cfg.redisKey && cfg.scoped:
 		return usagef("-redis-key names the record itself: it takes no -namespace or -version")
+	case cfg.all && cfg.cmd != "clear":
+		return usagef("-all applies to clear only")
+	case cfg.cmd == "clear" && cfg.yes && !cfg.all && cfg.namespace == "" && cfg.version == "" && cfg.keyPrefix == "":
+		return usagef("clear with an empty scope (no -namespace, -version or -key-prefix, or empty ones) deletes every key of the store prefix: pass -all to mean it")
 	case cfg.allVersions && (!set["namespace"] || set["version"] || set["key-prefix"]):
 		return usagef("-all-versions needs -namespace, and takes no -version or -key-prefix")
 	}

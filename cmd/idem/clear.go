@@ -93,6 +93,14 @@ func cmdClear(ctx context.Context, c *conn, cfg *config, out *printer) error {
 		}
 		return nil
 	})
+	// Each Forget announced its key to the runtimes sharing the store; the
+	// scope goes too, for the results they cached of keys already gone
+	// from the store. (any: whatever type the store has here.)
+	if iv, ok := any(c.store).(store.Invalidator); ok && !cfg.dryRun && rep.Deleted > 0 {
+		if perr := iv.InvalidatePrefix(ctx, rep.Prefix); perr != nil && err == nil {
+			err = c.failed(fmt.Errorf("publish the cleared scope: %w", perr))
+		}
+	}
 	if err != nil && !cfg.dryRun && rep.Deleted > 0 {
 		err = fmt.Errorf("%w (after deleting %d records)", err, rep.Deleted)
 	}

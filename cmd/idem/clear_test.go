@@ -183,7 +183,7 @@ func TestClearFailsPartWay(t *testing.T) {
 				f.done(k, store.Record{Value: []byte("v")}, time.Hour)
 			}
 		}
-		args := []string{"-redis", "redis://clerk:pw@" + addr + "/0", "-store-prefix", f.flags[len(f.flags)-1], "-page", "3", "clear", "-yes"}
+		args := []string{"-redis", "redis://clerk:pw@" + addr + "/0", "-store-prefix", f.flags[len(f.flags)-1], "-page", "3", "clear", "-yes", "-all"}
 		if mode == "-json" {
 			args = append(args, "-json")
 		}

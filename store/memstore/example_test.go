@@ -75,3 +75,24 @@ func ExampleStore_Scan() {
 	fmt.Println(keys)
 	// Output: [orders:1 orders:2 orders:3]
 }
+
+// Every runtime that shares the Store hears what a Forget deleted and what
+// a Clear's scope was (idem.New subscribes by itself); here a plain
+// subscriber prints them.
+func ExampleStore_SubscribeInvalidations() {
+	ctx := context.Background()
+	s := memstore.New(memstore.Options{})
+	defer s.Close()
+
+	stop, _ := s.SubscribeInvalidations(ctx, func(inv store.Invalidation) {
+		fmt.Printf("key %q prefix %v\n", inv.Key, inv.Prefix)
+	})
+	defer stop()
+	res, _ := s.Claim(ctx, "k", store.ClaimRequest{Owner: "worker-1", Lease: time.Minute, TTL: time.Hour})
+	_, _ = s.Complete(ctx, "k", res.Token, store.Record{Value: []byte(`"done"`)}, time.Hour)
+	_ = s.Forget(ctx, "k")
+	_ = s.InvalidatePrefix(ctx, "ff:idemp:acme:")
+	// Output:
+	// key "k" prefix false
+	// key "ff:idemp:acme:" prefix true
+}

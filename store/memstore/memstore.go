@@ -34,6 +34,8 @@
 //
 // It implements [store.Waker]: runtimes that share one Store (in one process)
 // wake each other's waiters the way Redis pub/sub does across processes.
+// It implements [store.Invalidator] as well: a Forget that deletes a result
+// tells every runtime that shares the Store, before it returns.
 // It implements [store.Inspector] and [store.Scanner] too ([Store.Scan]
 // pages shard by shard, locking one shard at a time). Nothing survives the
 // process.
@@ -106,6 +108,8 @@ type Store struct {
 	subMu  sync.RWMutex
 	subs   map[string]func(string)
 	subSeq atomic.Uint64
+	// invals are the invalidation subscribers, by subscription number.
+	invals map[uint64]func(store.Invalidation)
 
 	liveMu sync.Mutex
 	live   map[string]time.Time // instance → end of its liveness (see liveness.go)

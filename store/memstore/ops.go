@@ -200,15 +200,20 @@ func (s *Store) Forget(ctx context.Context, key string) error {
 	}
 	sh := s.shardOf(key)
 	sh.mu.Lock()
-	defer sh.mu.Unlock()
 	r := sh.live(key, s.clock.Now())
 	switch {
 	case r == nil:
+		sh.mu.Unlock()
 		return nil
 	case r.state == inProgress:
+		sh.mu.Unlock()
 		return store.ErrInProgress
 	}
 	sh.drop(key, r)
+	sh.mu.Unlock()
+	// After the delete, outside the lock: a subscriber's read of the key
+	// started after this call finds nothing.
+	s.invalidate(store.Invalidation{Key: key})
 	return nil
 }
 

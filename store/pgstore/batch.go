@@ -75,7 +75,7 @@ func (s *Store) prepare(op *store.Op) (*call, bool) {
 	case store.OpGet:
 		c.sql, c.args = s.q.get, []any{key}
 	case store.OpForget:
-		c.sql, c.args = s.q.forget, []any{key}
+		c.sql, c.args = s.q.forget, []any{key, s.invalChannel, keyPayload(op.Key)}
 	default:
 		op.Err = fmt.Errorf("%w: unknown op %v", store.ErrInvalidArgument, op.Kind)
 	}

@@ -3,6 +3,7 @@ package pgstore
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -225,8 +226,10 @@ func (s *Store) channels() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := make([]string, 0, len(s.subs))
-	for id := range s.subs {
-		out = append(out, id)
+	for _, sub := range s.subs {
+		if !slices.Contains(out, sub.channel) {
+			out = append(out, sub.channel)
+		}
 	}
 	return out
 }

@@ -50,6 +50,11 @@
 // runtime checks every key it waits on; the runtime's lease-aware re-claim
 // timer covers the rest.
 //
+// It implements [store.Invalidator] on the same connection: the forget
+// statement notifies the table's invalidation channel with the key it
+// deleted (in hex: unlike a wake-up, the key itself), so that every
+// runtime on the table drops it from its cache (see invalidate.go).
+//
 // Call [Store.Migrate] once to create or upgrade the table, or run the SQL
 // printed in docs/postgres.md with your own migrations. See that document
 // for the schema, the isolation level, cleanup, failure modes and
@@ -87,6 +92,8 @@ type Store struct {
 	closed   bool
 	listener *listener // nil until the first Subscribe
 	subs     map[string]*subscription
+	// invalChannel is the table's invalidation channel (invalidate.go).
+	invalChannel string
 
 	idMu sync.Mutex
 	id   *dbIdentity // the database's identity, once read (SameDatabase)
@@ -96,11 +103,12 @@ type Store struct {
 }
 
 var (
-	_ store.Store     = (*Store)(nil)
-	_ store.Batcher   = (*Store)(nil)
-	_ store.Waker     = (*Store)(nil)
-	_ store.Inspector = (*Store)(nil)
-	_ store.Scanner   = (*Store)(nil)
+	_ store.Store       = (*Store)(nil)
+	_ store.Batcher     = (*Store)(nil)
+	_ store.Waker       = (*Store)(nil)
+	_ store.Inspector   = (*Store)(nil)
+	_ store.Scanner     = (*Store)(nil)
+	_ store.Invalidator = (*Store)(nil)
 )
 
 // New returns a Store on pool, which stays the caller's to close (after
@@ -122,7 +130,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store, error) 
 		return nil, err
 	}
 	s := &Store{pool: pool, names: n, q: buildQueries(n.table), timeout: opts.Timeout,
-		cleanupBatch: opts.CleanupBatch, subs: map[string]*subscription{}}
+		cleanupBatch: opts.CleanupBatch, subs: map[string]*subscription{}, invalChannel: invalChannelOf(n.table)}
 	if s.cleanupBatch == 0 {
 		s.cleanupBatch = defaultCleanupBatch
 	}

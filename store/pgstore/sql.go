@@ -147,14 +147,17 @@ UNION ALL SELECT 's', {cur}, p.now, false FROM cur, p`
 const getSQL = `WITH p AS MATERIALIZED (SELECT $1::bytea AS key, clock_timestamp() AS now)
 SELECT 's', {r}, p.now, false FROM {T} r, p WHERE r.key = p.key`
 
-// forgetSQL deletes the row of $1 if it is completed, or ended.
+// forgetSQL deletes the row of $1 if it is completed, or ended, and
+// then NOTIFYs the invalidation channel $2 with payload $3 (delivered when
+// the transaction commits: a listener's read finds the row gone).
 const forgetSQL = `WITH p AS MATERIALIZED (SELECT $1::bytea AS key, clock_timestamp() AS now),
 cur AS (SELECT r.* FROM {T} r, p WHERE r.key = p.key),
 del AS (
   DELETE FROM {T} r USING p
   WHERE r.key = p.key AND (r.state IN ('c', 'f') OR r.expires_at <= p.now)
-  RETURNING r.*)
-SELECT 'w', {del}, p.now, false FROM del, p
+  RETURNING r.*),
+told AS (SELECT count(pg_notify($2::text, $3::text)) AS n FROM del)
+SELECT 'w', {del}, p.now, false FROM del, p, told
 UNION ALL SELECT 's', {cur}, p.now, false FROM cur, p`
 
 // cleanupSQL deletes up to $1 rows that have ended, oldest first, skipping

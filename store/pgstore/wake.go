@@ -40,6 +40,11 @@ type subscription struct {
 	s  *Store
 	id string
 	fn func(key string)
+	// channel is what the listener LISTENs to for it: id for wake-ups,
+	// the table's invalidation channel for an invalidation subscription
+	// (inval set, fn nil; see invalidate.go).
+	channel string
+	inval   func(store.Invalidation)
 
 	callMu  sync.Mutex // held while fn runs, so that stop can wait for it
 	stopped bool       // under callMu
@@ -68,11 +73,23 @@ func (s *Store) Subscribe(ctx context.Context, fn func(key string)) (string, fun
 	if _, err := rand.Read(b[:]); err != nil {
 		return "", nil, err
 	}
-	sub := &subscription{s: s, id: "idem_" + hex.EncodeToString(b[:]), fn: fn, waits: map[string]*wait{}}
+	id := "idem_" + hex.EncodeToString(b[:])
+	sub := &subscription{s: s, id: id, channel: id, fn: fn, waits: map[string]*wait{}}
+	if err := sub.start(ctx); err != nil {
+		return "", nil, err
+	}
+	return sub.id, sub.stop, nil
+}
+
+// start adds sub to the store's subscriptions and returns once the
+// listener listens to its channel (starting the listener for the first
+// one). On failure, sub is stopped.
+func (sub *subscription) start(ctx context.Context) error {
+	s := sub.s
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		return "", nil, errClosed
+		return errClosed
 	}
 	s.subs[sub.id] = sub
 	l := s.listener
@@ -82,7 +99,7 @@ func (s *Store) Subscribe(ctx context.Context, fn func(key string)) (string, fun
 		s.listener = l
 	}
 	s.mu.Unlock()
-	done := l.listen(sub.id)
+	done := l.listen(sub.channel)
 	if start {
 		go l.run()
 	}
@@ -90,13 +107,13 @@ func (s *Store) Subscribe(ctx context.Context, fn func(key string)) (string, fun
 	case err := <-done:
 		if err != nil {
 			sub.stop()
-			return "", nil, err
+			return err
 		}
 	case <-ctx.Done():
 		sub.stop()
-		return "", nil, ctx.Err()
+		return ctx.Err()
 	}
-	return sub.id, sub.stop, nil
+	return nil
 }
 
 // stop ends the subscription; the last one to end closes the listener.
@@ -110,6 +127,10 @@ func (sub *subscription) stop() {
 		delete(s.subs, sub.id)
 		l := s.listener
 		last := len(s.subs) == 0
+		shared := false // another subscription listens to the channel
+		for _, other := range s.subs {
+			shared = shared || other.channel == sub.channel
+		}
 		if last {
 			s.listener = nil
 		}
@@ -119,8 +140,8 @@ func (sub *subscription) stop() {
 		}
 		if last {
 			l.close()
-		} else {
-			l.unlisten(sub.id)
+		} else if !shared {
+			l.unlisten(sub.channel)
 		}
 	})
 }
@@ -131,6 +152,15 @@ func (sub *subscription) deliver(key string) {
 	defer sub.callMu.Unlock()
 	if !sub.stopped {
 		sub.fn(key)
+	}
+}
+
+// deliverInval calls inval with inv, unless the subscription stopped.
+func (sub *subscription) deliverInval(inv store.Invalidation) {
+	sub.callMu.Lock()
+	defer sub.callMu.Unlock()
+	if !sub.stopped {
+		sub.inval(inv)
 	}
 }
 
@@ -208,7 +238,7 @@ func (s *Store) subscriptionOf(id string) *subscription {
 func (s *Store) expectWakes(calls []*call) {
 	for _, c := range calls {
 		if c.op.Kind == store.OpClaim && c.op.Claim.Waiter != "" {
-			if sub := s.subscriptionOf(c.op.Claim.Waiter); sub != nil {
+			if sub := s.subscriptionOf(c.op.Claim.Waiter); sub != nil && sub.inval == nil {
 				c.sub, c.digest = sub, digest(c.op.Key)
 				sub.expect(c.digest, c.op.Key)
 			}
@@ -227,20 +257,40 @@ func (s *Store) settleWakes(calls []*call) {
 
 // dispatch delivers a notification on channel.
 func (s *Store) dispatch(channel, payload string) {
-	if sub := s.subscriptionOf(channel); sub != nil {
+	if channel == s.invalChannel {
+		if inv, ok := parseInvalidation(payload); ok {
+			for _, sub := range s.subscriptions() {
+				if sub.inval != nil {
+					sub.deliverInval(inv)
+				}
+			}
+		}
+		return
+	}
+	if sub := s.subscriptionOf(channel); sub != nil && sub.inval == nil {
 		sub.wake(payload)
 	}
 }
 
-// wakeAll tells every subscription that wake-ups may have been lost.
-func (s *Store) wakeAll() {
+// subscriptions returns the store's subscriptions.
+func (s *Store) subscriptions() []*subscription {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	subs := make([]*subscription, 0, len(s.subs))
 	for _, sub := range s.subs {
 		subs = append(subs, sub)
 	}
-	s.mu.Unlock()
-	for _, sub := range subs {
-		sub.deliver("")
+	return subs
+}
+
+// wakeAll tells every subscription that wake-ups, and invalidations, may
+// have been lost.
+func (s *Store) wakeAll() {
+	for _, sub := range s.subscriptions() {
+		if sub.inval != nil {
+			sub.deliverInval(store.Invalidation{Lost: true})
+		} else {
+			sub.deliver("")
+		}
 	}
 }

@@ -79,7 +79,7 @@ func (s *Store) prepare(op *store.Op) (call, bool) {
 	case store.OpGet:
 		c.sc = getScript
 	case store.OpForget:
-		c.sc = forgetScript
+		c.sc, c.args = forgetScript, []any{s.invalChannel(), invalKey + s.scope + op.Key}
 	default:
 		op.Err = fmt.Errorf("%w: unknown op %v", store.ErrInvalidArgument, op.Kind)
 	}

@@ -49,6 +49,11 @@
 // the runtime also re-claims on a timer, and at once when this store reports
 // a resubscribe (wake-up "").
 //
+// It implements [store.Invalidator]: the forget script PUBLISHes the key
+// it deleted to one channel every runtime subscribes to, in the same step
+// as the delete, so that no instance keeps replaying a forgotten result
+// from its cache (see invalidate.go).
+//
 // See docs/redis.md for the data model, lost replies, what survives which
 // failure, and sizing.
 package redisstore

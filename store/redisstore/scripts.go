@@ -276,13 +276,17 @@ var getScript = redis.NewScript(getSrc)
 // nothing to delete (absent, or released: a released record lives on, so
 // that its fence keeps rising, and is left), {3} in progress.
 // redis.calls: GET, and DEL of the record and its waiter set when
-// completed.
+// completed, then PUBLISH of ARGV[2] to the invalidation channel ARGV[1]
+// (when given) in the same step: no instance can read the record between
+// the delete and the message, and a client that dies after the call
+// cannot leave the delete unannounced.
 const forgetSrc = luaGet + luaRecord + `
 local r, bad = record()
 if r == nil then return {-1, bad} end
 if not r or r.st == 'r' then return {0} end
 if r.st == 'p' then return {3} end
 redis.call('DEL', KEYS[1], KEYS[2])
+if ARGV[1] and ARGV[1] ~= '' then redis.call('PUBLISH', ARGV[1], ARGV[2]) end
 return {1}
 `
 

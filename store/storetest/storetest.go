@@ -81,6 +81,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("ConcurrentClaims", s.concurrentClaims)
 	t.Run("Batch", s.batch)
 	t.Run("Waker", s.waker)
+	t.Run("Invalidator", s.invalidator)
 	t.Run("Liveness", s.liveness)
 	t.Run("InspectStates", s.inspectStates)
 	t.Run("InspectExpiry", s.inspectExpiry)
