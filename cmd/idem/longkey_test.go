@@ -31,7 +31,7 @@ func TestOverLongStoredKey(t *testing.T) {
 	}
 	f.idem("get", long).want(t, exitUsage)
 	var cl clearReport
-	f.idem("-json", "-page", "1", "clear", "-yes").want(t, exitOK).decode(t, &cl)
+	f.idem("-json", "-page", "1", "clear", "-yes", "-all").want(t, exitOK).decode(t, &cl)
 	if cl.Deleted != 2 || len(cl.NotIdem) != 1 || !strings.Contains(cl.NotIdem[0].Reason, "over the 1024-byte limit") {
 		t.Errorf("clear: %+v", cl)
 	}
