@@ -280,7 +280,7 @@ func (c *Consumer) mark(p *part, r *kgo.Record) {
 // handle runs r until it is done (true: commit it) or p is canceled.
 func (c *Consumer) handle(p *part, kr *kgo.Record) bool {
 	r := &Record{Record: kr, Attempt: 1}
-	topic := kr.Topic
+	topic, keyed := kr.Topic, kr
 	if kr.Topic == c.o.RetryTopic && c.o.RetryTopic != "" {
 		if t := header(kr, TopicHeader); t != "" {
 			topic = t
@@ -288,9 +288,10 @@ func (c *Consumer) handle(p *part, kr *kgo.Record) bool {
 		if n, err := strconv.Atoi(header(kr, AttemptHeader)); err == nil && n > 0 {
 			r.Attempt = n + 1
 		}
+		keyed = firstRecord(kr, topic)
 	}
 	r.Scope = c.o.Scope(topic, c.o.Group)
-	r.Key = c.o.Key(kr)
+	r.Key = c.o.Key(keyed)
 	d := consume.Delivery{Scope: r.Scope, Key: r.Key}
 	if c.o.Fingerprint {
 		sum := sha256.Sum256(kr.Value)
@@ -331,6 +332,24 @@ func (c *Consumer) handle(p *part, kr *kgo.Record) bool {
 			return false
 		}
 	}
+}
+
+// firstRecord returns, for the key function, a shallow copy of kr (a
+// record of the retry topic) that names the first record: its topic, and
+// its partition and offset from the Idem-* headers. A key made of them
+// is then the first record's, not that of whatever record of the first
+// topic sits at the copy's own partition and offset (whose stored result
+// the copy would replay without running).
+func firstRecord(kr *kgo.Record, topic string) *kgo.Record {
+	first := *kr
+	first.Topic = topic
+	if p, err := strconv.ParseInt(header(kr, PartitionHeader), 10, 32); err == nil {
+		first.Partition = int32(p)
+	}
+	if o, err := strconv.ParseInt(header(kr, OffsetHeader), 10, 64); err == nil {
+		first.Offset = o
+	}
+	return &first
 }
 
 // giveUp sends r to the dead-letter topic, if any; true when r may be

@@ -82,6 +82,10 @@ type Options struct {
 	// Use [HeaderKey] for a header of your own, [RecordKey] for the
 	// record's key: only when the producer puts a unique id there, since a
 	// record key usually names an entity whose records share it.
+	// A record of the retry topic is given to it as its first record: a
+	// copy with the Topic, Partition and Offset of the record first
+	// consumed (from the Idem-* headers), its key and headers unchanged,
+	// so that a key made of them is the first record's.
 	// Default: HeaderKey(DefaultKeyHeader).
 	Key func(*kgo.Record) string
 

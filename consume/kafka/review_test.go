@@ -1,0 +1,56 @@
+package kafka_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/idemrt/idem/consume/kafka"
+	"github.com/idemrt/idem/internal/idemtest"
+)
+
+// committedOf returns the group's committed offset of tpc's partition
+// (-1 for none).
+func (e *env) committedOf(t testing.TB, tpc string, partition int32) int64 {
+	t.Helper()
+	os, err := e.adm.FetchOffsets(testCtx(t), group)
+	if err != nil {
+		return -1
+	}
+	o, ok := os.Lookup(tpc, partition)
+	if !ok || o.Err != nil {
+		return -1
+	}
+	return o.At
+}
+
+// A key made of the record's partition and offset (the docs' recipe for
+// records without a producer's key) names the first record on its retry
+// copy too: the copy at offset 0 of the retry topic must not take the
+// key of the record at offset 0 of the first topic, replay that other
+// record's result and be committed without ever running.
+func TestRetryCopyKeyedByPartitionAndOffset(t *testing.T) {
+	e := newEnv(t, 1)
+	f := newEffects()
+	e.start(t, kafka.Options{RetryTopic: retry, InPlaceAttempts: 1,
+		Key: func(r *kgo.Record) string { return fmt.Sprintf("%d/%d", r.Partition, r.Offset) },
+		Handler: func(ctx context.Context, r *kafka.Record) error {
+			if n := f.add(string(r.Value)); string(r.Value) == "value of flaky" && n == 1 {
+				return errors.New("the service is down")
+			}
+			return nil
+		}})
+	e.produce(t, 0, "first", 1) // offset 0: done, its result stored under 0/0
+	e.produce(t, 0, "flaky", 1) // offset 1: fails once, copied to the retry topic's offset 0
+	e.allCommitted(t, 1)
+	idemtest.Eventually(t, "the retry copy committed", func() bool { return e.committedOf(t, retry, 0) == 1 })
+	if n := f.get("value of flaky"); n != 2 {
+		t.Errorf("flaky ran %d times, want 2: its retry copy replayed another record's result", n)
+	}
+	if n := f.get("value of first"); n != 1 {
+		t.Errorf("first ran %d times, want 1", n)
+	}
+}
