@@ -118,6 +118,10 @@ func (c *Consumer) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Go(func() { c.commitLoop(ctx) })
 	c.pollLoop(ctx)
+	// The commit loop first: a commit of it that ctx's end interrupted
+	// puts its offsets back as pending only for partitions not fenced
+	// yet, and they are the final commit's to make.
+	wg.Wait()
 
 	// Stop every partition's goroutine, then commit what they finished.
 	c.mu.Lock()
@@ -132,7 +136,6 @@ func (c *Consumer) Run(ctx context.Context) error {
 	for _, p := range parts {
 		<-p.done
 	}
-	wg.Wait()
 	cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), finalCommitTimeout)
 	defer ccancel()
 	c.commit(cctx, nil)

@@ -4,12 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/idemrt/idem/consume/kafka"
 	"github.com/idemrt/idem/internal/idemtest"
+	"github.com/idemrt/idem/internal/kafkatest"
 )
 
 // committedOf returns the group's committed offset of tpc's partition
@@ -52,5 +58,50 @@ func TestRetryCopyKeyedByPartitionAndOffset(t *testing.T) {
 	}
 	if n := f.get("value of first"); n != 1 {
 		t.Errorf("first ran %d times, want 1", n)
+	}
+}
+
+// A periodic commit that fails because Run is stopping (its context
+// ended with the commit in flight) leaves its offsets to the commit Run
+// makes as it stops: they are the member's still, and their results are
+// stored.
+func TestStopCommitsWhatAnInterruptedCommitHeld(t *testing.T) {
+	e := newEnv(t, 1)
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	held := make(chan struct{})
+	var heldOnce sync.Once
+	isTopic := e.isTopic(topic)
+	e.kc.ControlKey(int16(kmsg.OffsetCommit), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		r := req.(*kmsg.OffsetCommitRequest)
+		if !slices.ContainsFunc(r.Topics, isTopic) {
+			return nil, nil, false // kept for the next request
+		}
+		// The member's first commit of the topic: hold it until Run's
+		// context ends, then drop it and its connection.
+		heldOnce.Do(func() { close(held) })
+		e.kc.SleepControl(func() {
+			<-ctx.Done()
+			time.Sleep(100 * time.Millisecond)
+		})
+		return nil, errors.New("the commit is lost"), true
+	})
+	c, err := kafka.New(kafka.Options{Consumer: e.consumer(t, 5*time.Second), Group: group, Topics: []string{topic},
+		CommitInterval: 20 * time.Millisecond, Logger: slog.New(slog.DiscardHandler),
+		Handler: func(context.Context, *kafka.Record) error { return nil }}, kafkatest.GroupOpts(e.kc.Addrs)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	e.produce(t, 0, "a", 1)
+	idemtest.Recv(t, held)
+	stop()
+	if err := idemtest.Recv(t, done); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if o := e.committed(t, 0); o != 1 {
+		t.Errorf("committed %d once Run returned, want 1: the interrupted commit's offset was dropped", o)
 	}
 }
