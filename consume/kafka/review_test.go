@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/idemrt/idem"
 	"github.com/idemrt/idem/consume/kafka"
 	"github.com/idemrt/idem/internal/idemtest"
 	"github.com/idemrt/idem/internal/kafkatest"
@@ -103,5 +105,29 @@ func TestStopCommitsWhatAnInterruptedCommitHeld(t *testing.T) {
 	}
 	if o := e.committed(t, 0); o != 1 {
 		t.Errorf("committed %d once Run returned, want 1: the interrupted commit's offset was dropped", o)
+	}
+}
+
+// A permanent error with a long message (a response body, say) does not
+// make its record's dead-letter copy too large to produce, which would
+// hold the record, and its partition, for ever: the Idem-Error header
+// carries the start of the message.
+func TestDeadLetterCopyOfALongError(t *testing.T) {
+	e := newEnv(t, 1)
+	long := strings.Repeat("x", 2<<20) // over the producer's 1 MB batch limit
+	e.start(t, kafka.Options{DeadLetterTopic: dlt, Handler: func(ctx context.Context, r *kafka.Record) error {
+		if r.Key == "bad" {
+			return idem.Permanent(errors.New("card declined: " + long))
+		}
+		return nil
+	}})
+	e.produce(t, 0, "bad", 1)
+	e.produce(t, 0, "good", 1)
+	e.allCommitted(t, 1)
+	recs := e.read(t, dlt, 1)
+	for _, h := range recs[0].Headers {
+		if h.Key == kafka.ErrorHeader && (!strings.HasPrefix(string(h.Value), "card declined: xxx") || len(h.Value) > kafka.MaxErrorHeader+3) {
+			t.Errorf("Idem-Error header of %d bytes starting %.20q", len(h.Value), h.Value)
+		}
 	}
 }
