@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -129,5 +130,72 @@ func TestDeadLetterCopyOfALongError(t *testing.T) {
 		if h.Key == kafka.ErrorHeader && (!strings.HasPrefix(string(h.Value), "card declined: xxx") || len(h.Value) > kafka.MaxErrorHeader+3) {
 			t.Errorf("Idem-Error header of %d bytes starting %.20q", len(h.Value), h.Value)
 		}
+	}
+}
+
+// A member whose group session is lost (its heartbeat answered
+// UNKNOWN_MEMBER_ID) while a record of its partition is retried in place,
+// the partition paused, drops what it had not committed, rejoins, and
+// consumes the partition again from its committed offset: nothing is
+// lost, the paused partition is fetched again, every record has one
+// effect.
+func TestLostSessionWhileRetrying(t *testing.T) {
+	e := newEnv(t, 1)
+	f := newEffects()
+	var healed, armed atomic.Bool
+	e.kc.ControlKey(int16(kmsg.Heartbeat), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		if !armed.Load() {
+			return nil, nil, false
+		}
+		armed.Store(false)
+		resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
+		resp.ErrorCode = 25 // UNKNOWN_MEMBER_ID: the session is lost
+		return resp, nil, true
+	})
+	lost := make(lostHook, 1)
+	c, err := kafka.New(kafka.Options{Consumer: e.consumer(t, 5*time.Second), Group: group, Topics: []string{topic},
+		CommitInterval: 20 * time.Millisecond, Logger: slog.New(slog.DiscardHandler),
+		Handler: func(ctx context.Context, r *kafka.Record) error {
+			n := f.add(r.Key)
+			if r.Key == "flaky" && !healed.Load() {
+				return fmt.Errorf("the service is down (try %d)", n)
+			}
+			return nil
+		}}, append(kafkatest.GroupOpts(e.kc.Addrs), kgo.WithHooks(lost))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- c.Run(context.Background()) }()
+	defer func() {
+		c.Close()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}()
+	e.produce(t, 0, "a", 1)
+	e.produce(t, 0, "flaky", 1)
+	e.produce(t, 0, "b", 1)
+	idemtest.Eventually(t, "flaky retried in place", func() bool { return f.get("flaky") >= 2 })
+	armed.Store(true)
+	idemtest.Recv(t, lost)
+	healed.Store(true)
+	e.allCommitted(t, 1)
+	if n := f.get("a"); n != 1 {
+		t.Errorf("a ran %d times, want 1", n)
+	}
+	if n := f.get("b"); n != 1 {
+		t.Errorf("b ran %d times, want 1", n)
+	}
+}
+
+// lostHook receives the group management errors of a kgo client (after
+// OnPartitionsLost ran).
+type lostHook chan error
+
+func (h lostHook) OnGroupManageError(err error) {
+	select {
+	case h <- err:
+	default:
 	}
 }
