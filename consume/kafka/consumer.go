@@ -367,11 +367,22 @@ func (c *Consumer) giveUp(p *part, r *Record, err error) bool {
 }
 
 // forward produces a copy of r to topic, retrying with the backoff until
-// the brokers acknowledge it (true) or p is canceled (false).
+// the brokers acknowledge it (true) or p is canceled (false). It does not
+// wait for a produce in flight once p is canceled: franz-go's idempotent
+// producer cannot fail a record whose request was sent, so a broker that
+// does not answer would hold a revocation, or Run's end, until it does.
+// The copy may then still be written; the record stays uncommitted and
+// its next delivery copies it again.
 func (c *Consumer) forward(p *part, topic string, r *Record, err error) bool {
-	cp := copyFor(topic, r, err)
 	for n := 1; ; n++ {
-		perr := c.cl.ProduceSync(p.ctx, cp).FirstErr()
+		res := make(chan error, 1) // the promise never blocks, awaited or not
+		c.cl.Produce(p.ctx, copyFor(topic, r, err), func(_ *kgo.Record, err error) { res <- err })
+		var perr error
+		select {
+		case perr = <-res:
+		case <-p.ctx.Done():
+			return false
+		}
 		if perr == nil {
 			return true
 		}

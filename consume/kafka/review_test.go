@@ -199,3 +199,58 @@ func (h lostHook) OnGroupManageError(err error) {
 	default:
 	}
 }
+
+// Run stops promptly while a dead-letter copy is in flight to a broker
+// that does not answer: the record stays uncommitted (its next delivery
+// replays the error and copies it again), and neither Run's end nor a
+// revocation waits for the produce (franz-go's idempotent producer
+// cannot fail a record whose request was sent, whatever its context).
+func TestStopDoesNotWaitForADeadLetterCopy(t *testing.T) {
+	e := newEnv(t, 1)
+	info := e.kc.TopicInfo(dlt)
+	release := make(chan struct{})
+	var releaseOnce sync.Once
+	unblock := func() { releaseOnce.Do(func() { close(release) }) }
+	defer unblock()
+	held := make(chan struct{})
+	var heldOnce sync.Once
+	e.kc.ControlKey(int16(kmsg.Produce), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		r := req.(*kmsg.ProduceRequest)
+		if !slices.ContainsFunc(r.Topics, func(tt kmsg.ProduceRequestTopic) bool {
+			return tt.Topic == dlt || tt.TopicID == info.TopicID
+		}) {
+			return nil, nil, false
+		}
+		heldOnce.Do(func() { close(held) })
+		e.kc.SleepControl(func() { <-release })
+		return nil, nil, false // then handled as usual
+	})
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	c, err := kafka.New(kafka.Options{Consumer: e.consumer(t, 5*time.Second), Group: group, Topics: []string{topic},
+		DeadLetterTopic: dlt, CommitInterval: 20 * time.Millisecond, Logger: slog.New(slog.DiscardHandler),
+		Handler: func(context.Context, *kafka.Record) error { return idem.Permanent(errors.New("card declined")) },
+	}, kafkatest.GroupOpts(e.kc.Addrs)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	e.produce(t, 0, "bad", 1)
+	idemtest.Recv(t, held)
+	stop()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		unblock()
+		<-done
+		t.Fatal("Run did not return within 5s of its context's end: it waited for the dead-letter copy")
+	}
+	if o := e.committed(t, 0); o > 0 {
+		t.Errorf("committed %d with the dead-letter copy unacknowledged", o)
+	}
+}
