@@ -514,6 +514,12 @@ func (c *Consumer) fencedLocked(key tp) bool {
 // joins it), waits for them, and commits (or, lost, drops) what they
 // finished before.
 func (c *Consumer) revoke(ctx context.Context, m map[string][]int32, commit bool) {
+	// A periodic commit in flight ends first: if it fails, its offsets go
+	// back to pending while the partitions are not fenced yet, and are
+	// committed below (they were marked before the revocation). Fenced
+	// first, they would be dropped as no longer ours.
+	c.commitMu.Lock()
+	defer c.commitMu.Unlock()
 	var stopped []*part
 	c.mu.Lock()
 	for t, ps := range m {
@@ -530,7 +536,6 @@ func (c *Consumer) revoke(ctx context.Context, m map[string][]int32, commit bool
 	for _, w := range stopped {
 		<-w.done
 	}
-	c.commitMu.Lock()
 	if commit {
 		c.commitLocked(ctx, m)
 	} else {
@@ -542,6 +547,5 @@ func (c *Consumer) revoke(ctx context.Context, m map[string][]int32, commit bool
 		}
 		c.mu.Unlock()
 	}
-	c.commitMu.Unlock()
 	c.cl.ResumeFetchPartitions(m)
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/idemrt/idem"
+	"github.com/idemrt/idem/consume"
 	"github.com/idemrt/idem/consume/kafka"
 	"github.com/idemrt/idem/internal/idemtest"
 	"github.com/idemrt/idem/internal/kafkatest"
@@ -252,5 +253,137 @@ func TestStopDoesNotWaitForADeadLetterCopy(t *testing.T) {
 	}
 	if o := e.committed(t, 0); o > 0 {
 		t.Errorf("committed %d with the dead-letter copy unacknowledged", o)
+	}
+}
+
+// A periodic commit that fails while a revocation waits for it leaves
+// the revoked partition's offsets to the revocation's own commit: they
+// were marked before the partition was fenced, their results are stored,
+// and the partition is still this member's until the callback returns.
+// Here the periodic commit is made to wait in the join (franz-go holds
+// commits during join and sync) with both partitions' offsets, goes out
+// once the new assignment is in, and is refused while the first member's
+// revocation of the partition it lost waits for it.
+func TestRevocationCommitsWhatAFailedCommitHeld(t *testing.T) {
+	e := newEnv(t, 2)
+	isTopic := e.isTopic(topic)
+	var (
+		mu        sync.Mutex
+		memberA   string
+		genA      int32
+		holdJoin  bool
+		refused   bool
+		joinHeld  = make(chan struct{})
+		joinGo    = make(chan struct{})
+		refusedAt = map[int32]int64{}
+	)
+	e.kc.ControlKey(int16(kmsg.JoinGroup), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		r := req.(*kmsg.JoinGroupRequest)
+		mu.Lock()
+		hold := holdJoin && r.MemberID == memberA && memberA != ""
+		if hold {
+			holdJoin = false
+		}
+		mu.Unlock()
+		if hold {
+			close(joinHeld)
+			e.kc.SleepControl(func() { <-joinGo })
+		}
+		return nil, nil, false
+	})
+	e.kc.ControlKey(int16(kmsg.OffsetCommit), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		r := req.(*kmsg.OffsetCommitRequest)
+		mu.Lock()
+		defer mu.Unlock()
+		if refused || memberA == "" || r.MemberID != memberA || r.Generation <= genA {
+			return nil, nil, false
+		}
+		n := 0
+		for _, tt := range r.Topics {
+			if isTopic(tt) {
+				n += len(tt.Partitions)
+			}
+		}
+		if n < 2 {
+			return nil, nil, false // the revocation's own commit: one partition
+		}
+		// The periodic commit of both partitions, in the new generation.
+		refused = true
+		resp := r.ResponseKind().(*kmsg.OffsetCommitResponse)
+		for _, tt := range r.Topics {
+			rt := kmsg.NewOffsetCommitResponseTopic()
+			rt.Topic, rt.TopicID = tt.Topic, tt.TopicID
+			for _, p := range tt.Partitions {
+				if isTopic(tt) {
+					refusedAt[p.Partition] = p.Offset
+				}
+				rp := kmsg.NewOffsetCommitResponseTopicPartition()
+				rp.Partition, rp.ErrorCode = p.Partition, -1 // UNKNOWN_SERVER_ERROR
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		mu.Unlock()
+		e.kc.SleepControl(func() { time.Sleep(300 * time.Millisecond) }) // the revocation waits meanwhile
+		mu.Lock()
+		return resp, nil, true
+	})
+	acked := make(chan string, 10)
+	a := e.start(t, kafka.Options{CommitInterval: 100 * time.Millisecond,
+		Handler: func(context.Context, *kafka.Record) error { return nil },
+		OnVerdict: func(r *kafka.Record, v consume.Verdict) {
+			if v.Decision == consume.Ack {
+				acked <- r.Key
+			}
+		}})
+	e.produce(t, 0, "pre-0", 1)
+	e.produce(t, 1, "pre-1", 1)
+	idemtest.Recv(t, acked)
+	idemtest.Recv(t, acked)
+	e.allCommitted(t, 2)
+	mu.Lock()
+	memberA, genA = a.Client().GroupMetadata()
+	holdJoin = true
+	mu.Unlock()
+
+	var again []string // records of the first member's the second one fetched again
+	e.start(t, kafka.Options{Handler: func(context.Context, *kafka.Record) error { return nil },
+		OnVerdict: func(r *kafka.Record, v consume.Verdict) {
+			mu.Lock()
+			defer mu.Unlock()
+			if v.Replayed() {
+				again = append(again, r.Key)
+			}
+		}})
+	idemtest.Recv(t, joinHeld)
+	// The first member handles these during its join; its commit loop
+	// takes their offsets and waits for the join to end.
+	// The first member handles these during its join, both in one fetch;
+	// its commit loop takes their offsets together and waits for the
+	// join to end.
+	var mid []*kgo.Record
+	for p := range int32(2) {
+		mid = append(mid, &kgo.Record{Topic: topic, Partition: p, Value: []byte("mid"),
+			Headers: []kgo.RecordHeader{{Key: kafka.DefaultKeyHeader, Value: fmt.Appendf(nil, "mid-%d", p)}}})
+	}
+	if err := e.prod.ProduceSync(testCtx(t), mid...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	idemtest.Recv(t, acked)
+	idemtest.Recv(t, acked)
+	time.Sleep(250 * time.Millisecond) // two commit-loop ticks: nothing to observe them by
+	close(joinGo)
+	e.allCommitted(t, 2)
+	idemtest.Eventually(t, "both members in the group", func() bool {
+		return e.assignedTo(t, 0) != "" && e.assignedTo(t, 1) != "" && e.assignedTo(t, 0) != e.assignedTo(t, 1)
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if !refused {
+		t.Skip("the commit loop did not take both partitions' offsets during the join: nothing was provoked")
+	}
+	t.Logf("refused commit: %v", refusedAt)
+	if len(again) > 0 {
+		t.Errorf("the second member fetched %v again: the first member's revocation did not commit them", again)
 	}
 }
