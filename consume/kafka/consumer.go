@@ -124,18 +124,24 @@ func (c *Consumer) Run(ctx context.Context) error {
 	wg.Wait()
 
 	// Stop every partition's goroutine, then commit what they finished.
+	// They are not fenced until they have stopped: the partitions are
+	// still ours, and a record done as Run stops is marked and committed.
 	c.mu.Lock()
 	parts := make([]*part, 0, len(c.parts))
-	for k, p := range c.parts {
-		p.fenced = true
+	for _, p := range c.parts {
 		p.cancel()
 		parts = append(parts, p)
-		delete(c.parts, k)
 	}
 	c.mu.Unlock()
 	for _, p := range parts {
 		<-p.done
 	}
+	c.mu.Lock()
+	for k, p := range c.parts {
+		p.fenced = true
+		delete(c.parts, k)
+	}
+	c.mu.Unlock()
 	cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), finalCommitTimeout)
 	defer ccancel()
 	c.commit(cctx, nil)

@@ -387,3 +387,37 @@ func TestRevocationCommitsWhatAFailedCommitHeld(t *testing.T) {
 		t.Errorf("the second member fetched %v again: the first member's revocation did not commit them", again)
 	}
 }
+
+// A record whose result is stored as Run stops is committed by Run's
+// final commit: the partition is still this member's, so stopping its
+// goroutine does not fence what it finished.
+func TestStopCommitsTheLastRecordDone(t *testing.T) {
+	e := newEnv(t, 1)
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	c, err := kafka.New(kafka.Options{Consumer: e.consumer(t, 5*time.Second), Group: group, Topics: []string{topic},
+		CommitInterval: time.Hour, Logger: slog.New(slog.DiscardHandler),
+		Handler: func(context.Context, *kafka.Record) error { return nil },
+		OnVerdict: func(r *kafka.Record, v consume.Verdict) {
+			if v.Decision == consume.Ack {
+				// Done, not yet marked: Run stops now. Nothing tells when
+				// Run has stopped the partition's goroutine; a short wait
+				// makes it likely (a shorter one only hides the bug).
+				stop()
+				time.Sleep(200 * time.Millisecond)
+			}
+		}}, kafkatest.GroupOpts(e.kc.Addrs)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	e.produce(t, 0, "last", 1)
+	if err := idemtest.Recv(t, done); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if o := e.committed(t, 0); o != 1 {
+		t.Errorf("committed %d once Run returned, want 1: the last record done was not committed", o)
+	}
+}
