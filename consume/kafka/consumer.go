@@ -67,12 +67,21 @@ const pauseAt = 1000
 // records are handed out, and its own revocation callbacks. kopts must not
 // set OnPartitionsRevoked, OnPartitionsLost or autocommit options of their
 // own. It returns an error matching idem.ErrInvalidArgument for options
-// that are missing or contradict each other, or kgo.NewClient's error.
+// that are missing or contradict each other, or for a scope of a topic
+// (Options.Scope, the group name) that cannot make idem keys (too long, or
+// holding a NUL byte), or kgo.NewClient's error.
 func New(opts Options, kopts ...kgo.Opt) (*Consumer, error) {
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
 	opts.fillDefaults()
+	// A scope that cannot make a key would give every record of its
+	// topic up unrun (skipped and committed, without a dead-letter topic).
+	for _, t := range opts.Topics {
+		if _, err := consume.Key(opts.Scope(t, opts.Group), "k"); err != nil {
+			return nil, fmt.Errorf("kafka: Options.Scope of topic %q, group %.40q: %v: %w", t, opts.Group, err, idem.ErrInvalidArgument)
+		}
+	}
 	c := &Consumer{o: opts, parts: map[tp]*part{}, pending: map[string]map[int32]kgo.EpochOffset{}}
 	all := append([]kgo.Opt(nil), kopts...)
 	all = append(all,

@@ -421,3 +421,29 @@ func TestStopCommitsTheLastRecordDone(t *testing.T) {
 		t.Errorf("committed %d once Run returned, want 1: the last record done was not committed", o)
 	}
 }
+
+// A scope too long for any key (a long group name, or a Scope function's
+// answer) would give every record up unrun (with no dead-letter topic:
+// skipped and committed): New refuses it.
+func TestNewRefusesAScopeThatCannotKey(t *testing.T) {
+	rt := idemtest.Runtime(t, idem.Options{})
+	cc, err := consume.New(consume.Options{Runtime: rt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := func(context.Context, *kafka.Record) error { return nil }
+	for name, o := range map[string]kafka.Options{
+		"long group": {Consumer: cc, Group: strings.Repeat("g", 2000), Topics: []string{"t"}, Handler: h},
+		"long scope": {Consumer: cc, Group: "g", Topics: []string{"t"}, Handler: h,
+			Scope: func(topic, group string) string { return strings.Repeat(topic, 2000) }},
+		"NUL in scope": {Consumer: cc, Group: "g\x00", Topics: []string{"t"}, Handler: h},
+	} {
+		c, err := kafka.New(o, kgo.SeedBrokers("127.0.0.1:1"))
+		if c != nil {
+			c.Close()
+		}
+		if c != nil || !errors.Is(err, idem.ErrInvalidArgument) {
+			t.Errorf("%s: %v; want an invalid-argument error", name, err)
+		}
+	}
+}
