@@ -447,3 +447,72 @@ func TestNewRefusesAScopeThatCannotKey(t *testing.T) {
 		}
 	}
 }
+
+// runMember builds a member with opts (as env.start fills them) and the
+// extra client options, and runs it until the end of the test.
+func (e *env) runMember(t *testing.T, opts kafka.Options, extra ...kgo.Opt) *kafka.Consumer {
+	t.Helper()
+	if opts.Consumer == nil {
+		opts.Consumer = e.consumer(t, 5*time.Second)
+	}
+	opts.Group, opts.Topics = group, []string{topic}
+	if opts.CommitInterval == 0 {
+		opts.CommitInterval = 50 * time.Millisecond
+	}
+	opts.Logger = slog.New(slog.DiscardHandler)
+	c, err := kafka.New(opts, append(kafkatest.GroupOpts(e.kc.Addrs), extra...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- c.Run(context.Background()) }()
+	t.Cleanup(func() {
+		c.Close()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+	return c
+}
+
+// With the eager protocol every partition is revoked at each rebalance
+// and most come back to the same member in a new generation: a record
+// retried in place (its partition paused) when that happens is fetched
+// again from the committed offset and goes on, the partition fetched
+// again, the records before it not run again, and nothing is lost.
+func TestEagerRebalanceWhileRetrying(t *testing.T) {
+	e := newEnv(t, 4)
+	f := newEffects()
+	var healed atomic.Bool
+	h := func(ctx context.Context, r *kafka.Record) error {
+		n := f.add(r.Key)
+		if r.Key == "flaky" && !healed.Load() {
+			return fmt.Errorf("the service is down (try %d)", n)
+		}
+		return nil
+	}
+	eager := kgo.Balancers(kgo.RangeBalancer())
+	e.runMember(t, kafka.Options{Handler: h}, eager)
+	for p := range int32(4) {
+		e.produce(t, p, fmt.Sprint("before-", p), 1)
+	}
+	e.produce(t, 0, "flaky", 1)
+	for p := range int32(4) {
+		e.produce(t, p, fmt.Sprint("after-", p), 1)
+	}
+	idemtest.Eventually(t, "flaky retried in place", func() bool { return f.get("flaky") >= 2 })
+	e.runMember(t, kafka.Options{Handler: h}, eager)
+	idemtest.Eventually(t, "both members assigned", func() bool {
+		a, b := e.assignedTo(t, 0), e.assignedTo(t, 3)
+		return a != "" && b != "" && a != b
+	})
+	healed.Store(true)
+	e.allCommitted(t, 4)
+	for p := range int32(4) {
+		for _, k := range []string{fmt.Sprint("before-", p), fmt.Sprint("after-", p)} {
+			if n := f.get(k); n != 1 {
+				t.Errorf("%s ran %d times, want 1", k, n)
+			}
+		}
+	}
+}
