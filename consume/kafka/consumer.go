@@ -67,12 +67,21 @@ const pauseAt = 1000
 // records are handed out, and its own revocation callbacks. kopts must not
 // set OnPartitionsRevoked, OnPartitionsLost or autocommit options of their
 // own. It returns an error matching idem.ErrInvalidArgument for options
-// that are missing or contradict each other, or kgo.NewClient's error.
+// that are missing or contradict each other, or for a scope of a topic
+// (Options.Scope, the group name) that cannot make idem keys (too long, or
+// holding a NUL byte), or kgo.NewClient's error.
 func New(opts Options, kopts ...kgo.Opt) (*Consumer, error) {
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
 	opts.fillDefaults()
+	// A scope that cannot make a key would give every record of its
+	// topic up unrun (skipped and committed, without a dead-letter topic).
+	for _, t := range opts.Topics {
+		if _, err := consume.Key(opts.Scope(t, opts.Group), "k"); err != nil {
+			return nil, fmt.Errorf("kafka: Options.Scope of topic %q, group %.40q: %v: %w", t, opts.Group, err, idem.ErrInvalidArgument)
+		}
+	}
 	c := &Consumer{o: opts, parts: map[tp]*part{}, pending: map[string]map[int32]kgo.EpochOffset{}}
 	all := append([]kgo.Opt(nil), kopts...)
 	all = append(all,
@@ -118,21 +127,30 @@ func (c *Consumer) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Go(func() { c.commitLoop(ctx) })
 	c.pollLoop(ctx)
+	// The commit loop first: a commit of it that ctx's end interrupted
+	// puts its offsets back as pending only for partitions not fenced
+	// yet, and they are the final commit's to make.
+	wg.Wait()
 
 	// Stop every partition's goroutine, then commit what they finished.
+	// They are not fenced until they have stopped: the partitions are
+	// still ours, and a record done as Run stops is marked and committed.
 	c.mu.Lock()
 	parts := make([]*part, 0, len(c.parts))
-	for k, p := range c.parts {
-		p.fenced = true
+	for _, p := range c.parts {
 		p.cancel()
 		parts = append(parts, p)
-		delete(c.parts, k)
 	}
 	c.mu.Unlock()
 	for _, p := range parts {
 		<-p.done
 	}
-	wg.Wait()
+	c.mu.Lock()
+	for k, p := range c.parts {
+		p.fenced = true
+		delete(c.parts, k)
+	}
+	c.mu.Unlock()
 	cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), finalCommitTimeout)
 	defer ccancel()
 	c.commit(cctx, nil)
@@ -280,7 +298,7 @@ func (c *Consumer) mark(p *part, r *kgo.Record) {
 // handle runs r until it is done (true: commit it) or p is canceled.
 func (c *Consumer) handle(p *part, kr *kgo.Record) bool {
 	r := &Record{Record: kr, Attempt: 1}
-	topic := kr.Topic
+	topic, keyed := kr.Topic, kr
 	if kr.Topic == c.o.RetryTopic && c.o.RetryTopic != "" {
 		if t := header(kr, TopicHeader); t != "" {
 			topic = t
@@ -288,9 +306,10 @@ func (c *Consumer) handle(p *part, kr *kgo.Record) bool {
 		if n, err := strconv.Atoi(header(kr, AttemptHeader)); err == nil && n > 0 {
 			r.Attempt = n + 1
 		}
+		keyed = firstRecord(kr, topic)
 	}
 	r.Scope = c.o.Scope(topic, c.o.Group)
-	r.Key = c.o.Key(kr)
+	r.Key = c.o.Key(keyed)
 	d := consume.Delivery{Scope: r.Scope, Key: r.Key}
 	if c.o.Fingerprint {
 		sum := sha256.Sum256(kr.Value)
@@ -333,6 +352,24 @@ func (c *Consumer) handle(p *part, kr *kgo.Record) bool {
 	}
 }
 
+// firstRecord returns, for the key function, a shallow copy of kr (a
+// record of the retry topic) that names the first record: its topic, and
+// its partition and offset from the Idem-* headers. A key made of them
+// is then the first record's, not that of whatever record of the first
+// topic sits at the copy's own partition and offset (whose stored result
+// the copy would replay without running).
+func firstRecord(kr *kgo.Record, topic string) *kgo.Record {
+	first := *kr
+	first.Topic = topic
+	if p, err := strconv.ParseInt(header(kr, PartitionHeader), 10, 32); err == nil {
+		first.Partition = int32(p)
+	}
+	if o, err := strconv.ParseInt(header(kr, OffsetHeader), 10, 64); err == nil {
+		first.Offset = o
+	}
+	return &first
+}
+
 // giveUp sends r to the dead-letter topic, if any; true when r may be
 // committed.
 func (c *Consumer) giveUp(p *part, r *Record, err error) bool {
@@ -345,11 +382,22 @@ func (c *Consumer) giveUp(p *part, r *Record, err error) bool {
 }
 
 // forward produces a copy of r to topic, retrying with the backoff until
-// the brokers acknowledge it (true) or p is canceled (false).
+// the brokers acknowledge it (true) or p is canceled (false). It does not
+// wait for a produce in flight once p is canceled: franz-go's idempotent
+// producer cannot fail a record whose request was sent, so a broker that
+// does not answer would hold a revocation, or Run's end, until it does.
+// The copy may then still be written; the record stays uncommitted and
+// its next delivery copies it again.
 func (c *Consumer) forward(p *part, topic string, r *Record, err error) bool {
-	cp := copyFor(topic, r, err)
 	for n := 1; ; n++ {
-		perr := c.cl.ProduceSync(p.ctx, cp).FirstErr()
+		res := make(chan error, 1) // the promise never blocks, awaited or not
+		c.cl.Produce(p.ctx, copyFor(topic, r, err), func(_ *kgo.Record, err error) { res <- err })
+		var perr error
+		select {
+		case perr = <-res:
+		case <-p.ctx.Done():
+			return false
+		}
 		if perr == nil {
 			return true
 		}
@@ -481,6 +529,12 @@ func (c *Consumer) fencedLocked(key tp) bool {
 // joins it), waits for them, and commits (or, lost, drops) what they
 // finished before.
 func (c *Consumer) revoke(ctx context.Context, m map[string][]int32, commit bool) {
+	// A periodic commit in flight ends first: if it fails, its offsets go
+	// back to pending while the partitions are not fenced yet, and are
+	// committed below (they were marked before the revocation). Fenced
+	// first, they would be dropped as no longer ours.
+	c.commitMu.Lock()
+	defer c.commitMu.Unlock()
 	var stopped []*part
 	c.mu.Lock()
 	for t, ps := range m {
@@ -497,7 +551,6 @@ func (c *Consumer) revoke(ctx context.Context, m map[string][]int32, commit bool
 	for _, w := range stopped {
 		<-w.done
 	}
-	c.commitMu.Lock()
 	if commit {
 		c.commitLocked(ctx, m)
 	} else {
@@ -509,6 +562,5 @@ func (c *Consumer) revoke(ctx context.Context, m map[string][]int32, commit bool
 		}
 		c.mu.Unlock()
 	}
-	c.commitMu.Unlock()
 	c.cl.ResumeFetchPartitions(m)
 }

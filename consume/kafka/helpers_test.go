@@ -168,10 +168,11 @@ type commit struct {
 
 func (e *env) watchCommits(check func(commit)) *commits {
 	cs := &commits{}
+	isTopic := e.isTopic(topic)
 	e.kc.ControlKey(int16(kmsg.OffsetCommit), func(req kmsg.Request) (kmsg.Response, error, bool) {
 		r := req.(*kmsg.OffsetCommitRequest)
 		for _, tt := range r.Topics {
-			if tt.Topic != topic {
+			if !isTopic(tt) {
 				continue
 			}
 			for _, p := range tt.Partitions {
@@ -187,6 +188,16 @@ func (e *env) watchCommits(check func(commit)) *commits {
 		return nil, nil, false
 	})
 	return cs
+}
+
+// isTopic returns whether an OffsetCommit request's topic is tpc: by
+// name, or by topic ID (OffsetCommit v10 and later name topics by ID
+// only, with the name left empty).
+func (e *env) isTopic(tpc string) func(kmsg.OffsetCommitRequestTopic) bool {
+	info := e.kc.TopicInfo(tpc) // not from a control function: it would wait on the cluster's loop
+	return func(tt kmsg.OffsetCommitRequestTopic) bool {
+		return tt.Topic == tpc || (info != nil && tt.TopicID == info.TopicID)
+	}
 }
 
 func (cs *commits) all() []commit {

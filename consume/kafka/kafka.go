@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -32,9 +33,15 @@ const (
 	OffsetHeader    = "Idem-Offset"
 	// AttemptHeader carries the attempts already made, on the copies.
 	AttemptHeader = "Idem-Attempt"
-	// ErrorHeader carries the last error, on the copies.
+	// ErrorHeader carries the last error, on the copies: its first
+	// MaxErrorHeader bytes, then "...", when it is longer.
 	ErrorHeader = "Idem-Error"
 )
+
+// MaxErrorHeader bounds the error text of ErrorHeader: an error that
+// carries a response body must not make a copy too large for the brokers
+// to take, which would hold its record, and its partition, for ever.
+const MaxErrorHeader = 4 << 10
 
 // Defaults of Options.
 const (
@@ -83,6 +90,10 @@ type Options struct {
 	// Use [HeaderKey] for a header of your own, [RecordKey] for the
 	// record's key: only when the producer puts a unique id there, since a
 	// record key usually names an entity whose records share it.
+	// A record of the retry topic is given to it as its first record: a
+	// copy with the Topic, Partition and Offset of the record first
+	// consumed (from the Idem-* headers), its key and headers unchanged,
+	// so that a key made of them is the first record's.
 	// Default: HeaderKey(DefaultKeyHeader).
 	Key func(*kgo.Record) string
 
@@ -240,7 +251,20 @@ func copyFor(topic string, r *Record, err error) *kgo.Record {
 		kgo.RecordHeader{Key: OffsetHeader, Value: []byte(off)},
 		kgo.RecordHeader{Key: AttemptHeader, Value: []byte(strconv.Itoa(r.Attempt))})
 	if err != nil {
-		hs = append(hs, kgo.RecordHeader{Key: ErrorHeader, Value: []byte(err.Error())})
+		hs = append(hs, kgo.RecordHeader{Key: ErrorHeader, Value: errorHeader(err.Error())})
 	}
 	return &kgo.Record{Topic: topic, Key: r.Record.Key, Value: r.Value, Headers: hs}
+}
+
+// errorHeader returns msg, or its first MaxErrorHeader bytes (cut at a
+// rune's start) and "..." when it is longer.
+func errorHeader(msg string) []byte {
+	if len(msg) <= MaxErrorHeader {
+		return []byte(msg)
+	}
+	cut := MaxErrorHeader
+	for cut > 0 && !utf8.RuneStart(msg[cut]) {
+		cut--
+	}
+	return []byte(msg[:cut] + "...")
 }

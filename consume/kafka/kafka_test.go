@@ -53,7 +53,7 @@ func TestCommitsOnlyAfterStore(t *testing.T) {
 		gate   = make(chan struct{})
 		inside = make(chan struct{}, 1)
 	)
-	e.watchCommits(func(c commit) {
+	cs := e.watchCommits(func(c commit) {
 		mu.Lock()
 		defer mu.Unlock()
 		for off := range c.offset {
@@ -100,6 +100,9 @@ func TestCommitsOnlyAfterStore(t *testing.T) {
 	}
 	close(gate)
 	e.allCommitted(t, 2)
+	if len(cs.all()) == 0 {
+		t.Fatal("no OffsetCommit of the topic seen: nothing was checked")
+	}
 	mu.Lock()
 	defer mu.Unlock()
 	if len(errs) > 0 {

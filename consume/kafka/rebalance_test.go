@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -93,6 +94,9 @@ func TestRebalanceMidHandler(t *testing.T) {
 		if n := f.get(k); n != 1 {
 			t.Errorf("%s: %d effects, want 1", k, n)
 		}
+	}
+	if !slices.ContainsFunc(cs.all(), func(c commit) bool { return c.member == memberA }) {
+		t.Error("no OffsetCommit of the topic from the first member seen: nothing was checked")
 	}
 	for _, c := range cs.all() {
 		if c.member == memberA && c.partition == revoked {
