@@ -34,6 +34,11 @@
 //     to its dead-letter queue after maxReceiveCount receives: every
 //     receive of it replays the stored error, the handler never runs again.
 //
+// On a FIFO queue, Run processes the messages of a message group that one
+// receive returns in order, one after the other, and gives back those
+// after a message that is not done with (retried, or left), unrun, so
+// that a retry never lets a later message of its group run first.
+//
 // The attempt that grows the retry delay is ApproximateReceiveCount. A
 // queue's redrive policy counts every receive, those given back for a
 // retry or a held key too: leave room for them in maxReceiveCount.

@@ -1,0 +1,172 @@
+package sqs_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/idemrt/idem/consume"
+	"github.com/idemrt/idem/consume/sqs"
+	"github.com/idemrt/idem/internal/idemtest"
+)
+
+// batchClient hands Run one batch of messages, as SQS does with several
+// messages of one FIFO message group (goaws returns one per group), and
+// then nothing: later receives wait for their context. Deletes and
+// visibility changes go to the emulator, through the recorder.
+type batchClient struct {
+	*recorder
+	mu    sync.Mutex
+	batch []types.Message
+}
+
+func (b *batchClient) ReceiveMessage(ctx context.Context, in *awssqs.ReceiveMessageInput, _ ...func(*awssqs.Options)) (*awssqs.ReceiveMessageOutput, error) {
+	b.mu.Lock()
+	batch := b.batch
+	b.batch = nil
+	b.mu.Unlock()
+	if batch != nil && int(in.MaxNumberOfMessages) >= len(batch) {
+		return &awssqs.ReceiveMessageOutput{Messages: batch}, nil
+	}
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// fifoBatch sends one message per key to e's queue, receives them all and
+// gives each the MessageGroupId of groups (by index), as a FIFO queue's
+// receive would.
+func fifoBatch(t *testing.T, e *env, keys, groups []string) []types.Message {
+	t.Helper()
+	for _, k := range keys {
+		e.send(t, k, "body of "+k)
+	}
+	byKey := map[string]types.Message{}
+	for len(byKey) < len(keys) {
+		m, ok := e.receive(t)
+		if !ok {
+			t.Fatalf("received %d of %d messages", len(byKey), len(keys))
+		}
+		byKey[*m.MessageAttributes[sqs.KeyAttribute].StringValue] = m
+	}
+	var batch []types.Message
+	for i, k := range keys {
+		m := byKey[k]
+		m.Attributes = map[string]string{
+			string(types.MessageSystemAttributeNameMessageGroupId):          groups[i],
+			string(types.MessageSystemAttributeNameApproximateReceiveCount): "1",
+			string(types.MessageSystemAttributeNameSequenceNumber):          strconv.Itoa(i + 1),
+		}
+		batch = append(batch, m)
+	}
+	return batch
+}
+
+// On a FIFO queue, a message of a group that is given back (a transient
+// error) holds back the messages after it in its group: one received in
+// the same batch does not run, and is given back too, so that it comes
+// after the retry and not before it.
+func TestFIFORetryHoldsBackItsGroup(t *testing.T) {
+	e := newEnv(t, 30, nil)
+	rec := newRecorder(e.cl)
+	var delMu sync.Mutex
+	var deleted int
+	rec.onDelete = func(*awssqs.DeleteMessageInput) {
+		delMu.Lock()
+		deleted++
+		delMu.Unlock()
+	}
+	cl := &batchClient{recorder: rec, batch: fifoBatch(t, e, []string{"a", "b"}, []string{"g", "g"})}
+	l := newLedger()
+	a := e.adapter(t, sqs.Options{Client: cl, OnVerdict: l.onVerdict,
+		Handler: func(ctx context.Context, m *sqs.Message) error {
+			l.effect(m.Key)
+			if m.Key == "a" {
+				return errors.New("the payment service is down")
+			}
+			return nil
+		}})
+	run(t, a)
+	idemtest.Eventually(t, "both messages answered", func() bool {
+		return len(l.decisions("a")) == 1 && len(l.decisions("b")) == 1
+	})
+	if d := l.decisions("a"); d[0] != consume.Retry {
+		t.Errorf("a: decisions %v, want [retry]", d)
+	}
+	if n := l.count("b"); n != 0 {
+		t.Errorf("b ran %d times while a, before it in its group, was given back; want 0", n)
+	}
+	if d := l.decisions("b"); d[0] != consume.Retry {
+		t.Errorf("b: decisions %v, want [retry]", d)
+	}
+	l.mu.Lock()
+	if err := l.verdicts["b"][0].Err; !errors.Is(err, sqs.ErrGroupHeldBack) {
+		t.Errorf("b: verdict error %v, want ErrGroupHeldBack", err)
+	}
+	l.mu.Unlock()
+	delMu.Lock()
+	defer delMu.Unlock()
+	if deleted != 0 {
+		t.Errorf("%d deletes, want none", deleted)
+	}
+}
+
+// On a FIFO queue, the messages of one group in a batch run one after the
+// other, in order; those of other groups run meanwhile.
+func TestFIFOGroupRunsInOrder(t *testing.T) {
+	e := newEnv(t, 30, nil)
+	cl := &batchClient{recorder: newRecorder(e.cl),
+		batch: fifoBatch(t, e, []string{"a", "b", "c"}, []string{"g", "g", "other"})}
+	var mu sync.Mutex
+	var events []string
+	note := func(s string) {
+		mu.Lock()
+		events = append(events, s)
+		mu.Unlock()
+	}
+	bStarted, cStarted := make(chan struct{}), make(chan struct{})
+	l := newLedger()
+	a := e.adapter(t, sqs.Options{Client: cl, OnVerdict: l.onVerdict,
+		Handler: func(ctx context.Context, m *sqs.Message) error {
+			note("start " + m.Key)
+			defer note("end " + m.Key)
+			switch m.Key {
+			case "a":
+				// Another group runs meanwhile.
+				select {
+				case <-cStarted:
+				case <-time.After(idemtest.Timeout):
+					t.Error("c, of another group, did not run while a ran")
+				}
+				// b, after a in its group, must not start before a ends:
+				// give it the time to show that it does.
+				select {
+				case <-bStarted:
+				case <-time.After(300 * time.Millisecond):
+				}
+			case "b":
+				close(bStarted)
+			case "c":
+				close(cStarted)
+			}
+			return nil
+		}})
+	run(t, a)
+	idemtest.Eventually(t, "every message deleted and reported", func() bool {
+		return e.count(t) == 0 && len(l.decisions("a"))+len(l.decisions("b"))+len(l.decisions("c")) == 3
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	at := map[string]int{}
+	for i, ev := range events {
+		at[ev] = i
+	}
+	if at["start b"] < at["end a"] {
+		t.Errorf("events %v: b started before a, before it in its group, ended", events)
+	}
+}
