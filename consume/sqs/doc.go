@@ -10,7 +10,8 @@
 //
 //   - keys it by the message attribute the producer sets
 //     (Idempotency-Key, [KeyAttribute], by default), or else, on a FIFO
-//     queue, by its MessageDeduplicationId, or by Options.Key, scoped by
+//     queue, by its MessageDeduplicationId within its message group
+//     ([DeduplicationID]), or by Options.Key, scoped by
 //     the queue's URL (Options.Scope). The message id is no key for a
 //     producer's retries: SQS gives every send a new id, so [MessageID]
 //     catches only redeliveries. A message without a key is never run (see

@@ -170,3 +170,46 @@ func TestFIFOGroupRunsInOrder(t *testing.T) {
 		t.Errorf("events %v: b started before a, before it in its group, ended", events)
 	}
 }
+
+// A FIFO queue with DeduplicationScope messageGroup (high throughput
+// mode) deduplicates within a message group only: two messages of two
+// groups under one MessageDeduplicationId are two messages, and each
+// runs. A retried send of one (same group, same id) still runs once.
+func TestDeduplicationIDKeyedWithinItsGroup(t *testing.T) {
+	e := newEnv(t, 5, nil)
+	l := newLedger()
+	a := e.adapter(t, sqs.Options{Handler: func(ctx context.Context, m *sqs.Message) error {
+		l.effect(m.Key)
+		return nil
+	}})
+	var keys []string
+	for _, group := range []string{"tenant-1", "tenant-2", "tenant-1"} {
+		e.send(t, "", "x")
+		m, ok := e.receive(t)
+		if !ok {
+			t.Fatal("no message")
+		}
+		m.Attributes = map[string]string{
+			string(types.MessageSystemAttributeNameMessageGroupId):         group,
+			string(types.MessageSystemAttributeNameMessageDeduplicationId): "invoice-7",
+		}
+		v, err := a.Process(testCtx(t), m)
+		if err != nil || v.Decision != consume.Ack {
+			t.Fatalf("Process: %v, %v; want ack", v, err)
+		}
+		keys = append(keys, sqs.DeduplicationID(m))
+	}
+	if keys[0] == keys[1] || keys[0] != keys[2] {
+		t.Errorf("DeduplicationID keys %q: want the two groups' apart, one group's the same", keys)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.effects) != 2 {
+		t.Errorf("effects %v: want one per group", l.effects)
+	}
+	for k, n := range l.effects {
+		if n != 1 {
+			t.Errorf("%q: %d effects, want 1", k, n)
+		}
+	}
+}

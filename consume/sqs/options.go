@@ -108,8 +108,8 @@ type Options struct {
 	// redeliveries: SQS gives a message sent again (a producer's retry) a
 	// new id.
 	// Default: the string value of the KeyAttribute message attribute, or
-	// else the MessageDeduplicationId system attribute (FIFO queues; Run
-	// asks for it; see [DeduplicationID]).
+	// else the MessageDeduplicationId system attribute within the message
+	// group (FIFO queues; Run asks for both; see [DeduplicationID]).
 	Key func(m types.Message) string
 
 	// VisibilityTimeout is how long a receive hides a message: Run asks
