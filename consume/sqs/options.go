@@ -282,10 +282,15 @@ func New(opts Options) (*Adapter, error) {
 	return &Adapter{o: opts}, nil
 }
 
-// seconds is d in whole seconds, rounded up, as SQS counts visibility.
+// seconds is d in whole seconds, rounded up, as SQS counts visibility,
+// and at most MaxVisibility's 43200: no duration, however long, wraps
+// around int32 (or int64, rounding up) into a negative count.
 func seconds(d time.Duration) int32 {
 	if d <= 0 {
 		return 0
+	}
+	if d >= MaxVisibility {
+		return int32(MaxVisibility / time.Second)
 	}
 	return int32((d + time.Second - 1) / time.Second)
 }

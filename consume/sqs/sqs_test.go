@@ -592,3 +592,43 @@ func TestRetryDelayWithinMaxVisibility(t *testing.T) {
 		}
 	}
 }
+
+// A retry delay longer than SQS can count in its int32 seconds (a
+// consumer's MaxDelay of a century: "no retry soon") keeps the message
+// away as long as SQS allows, up to MaxVisibility: it does not wrap
+// around into a negative delay that makes the message visible at once.
+func TestHugeRetryDelayStaysAway(t *testing.T) {
+	const century = 100 * 365 * 24 * time.Hour
+	for _, delay := range []time.Duration{century, time.Duration(1<<63 - 1)} {
+		e := newEnv(t, 5, nil)
+		c := consumer(t, idem.Options{}, consume.Options{MinDelay: delay, MaxDelay: delay})
+		rec := newRecorder(e.cl)
+		var mu sync.Mutex
+		var asked []int32
+		rec.onVisible = func(in *awssqs.ChangeMessageVisibilityInput) {
+			mu.Lock()
+			asked = append(asked, in.VisibilityTimeout)
+			mu.Unlock()
+		}
+		a := e.adapter(t, sqs.Options{Consumer: c, Client: rec, Handler: func(context.Context, *sqs.Message) error {
+			return errors.New("transient")
+		}})
+		e.send(t, "order-1", "x")
+		m, ok := e.receive(t)
+		if !ok {
+			t.Fatal("no message")
+		}
+		v, err := a.Process(testCtx(t), m)
+		if v.Decision != consume.Retry || v.Delay != delay {
+			t.Fatalf("verdict %v, %v; want a retry after %v", v, err, delay)
+		}
+		mu.Lock()
+		// MaxVisibility (12h less a minute) after the receive, less
+		// the second that may have gone by.
+		want := int32((sqs.DefaultMaxVisibility - time.Second) / time.Second)
+		if len(asked) != 1 || asked[0] < want || asked[0] > int32(sqs.DefaultMaxVisibility/time.Second) {
+			t.Errorf("delay %v: visibility asked %v, want [%d..%d]", delay, asked, want, sqs.DefaultMaxVisibility/time.Second)
+		}
+		mu.Unlock()
+	}
+}
