@@ -193,8 +193,9 @@ type Adapter struct {
 // idem.ErrInvalidArgument: a required field missing, a Consumer not built
 // by consume.New, a negative duration or Concurrency, Extend not shorter
 // than VisibilityTimeout, a VisibilityTimeout or MaxVisibility over 12
-// hours, a WaitTime over 20s, or an OnPermanent other than Delete or
-// Leave.
+// hours, a WaitTime over 20s, an OnPermanent other than Delete or
+// Leave, or a Scope (QueueURL by default) that no idem key can be built
+// in (one holding a NUL byte, or too long: see consume.Key).
 func New(opts Options) (*Adapter, error) {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("sqs: Options.%s: %w", fmt.Sprintf(format, args...), idem.ErrInvalidArgument)
@@ -263,6 +264,10 @@ func New(opts Options) (*Adapter, error) {
 	}
 	if opts.Scope == "" {
 		opts.Scope = opts.QueueURL
+	}
+	if _, err := consume.Key(opts.Scope, "k"); err != nil {
+		// Every message would be given up (deleted by default) unrun.
+		return nil, bad("Scope (or QueueURL, the default scope) leaves no valid idem key: %v", err)
 	}
 	if opts.KeyAttribute == "" {
 		opts.KeyAttribute = KeyAttribute

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -19,6 +20,7 @@ import (
 	"github.com/idemrt/idem/consume/sqs"
 	"github.com/idemrt/idem/internal/idemtest"
 	"github.com/idemrt/idem/internal/sqstest"
+	"github.com/idemrt/idem/store"
 )
 
 // A message sent three times (a producer that retried) and received by
@@ -378,6 +380,11 @@ func TestNewRefusesBadOptions(t *testing.T) {
 		"wait over 20s":        func(o *sqs.Options) { o.WaitTime = 21 * time.Second },
 		"negative concurrency": func(o *sqs.Options) { o.Concurrency = -1 },
 		"bad OnPermanent":      func(o *sqs.Options) { o.OnPermanent = 9 },
+		// A scope no key can be built in: every message would be given
+		// up (deleted) unrun, as idem refuses its keys.
+		"scope too long":               func(o *sqs.Options) { o.Scope = strings.Repeat("s", store.MaxKeyLen) },
+		"scope with NUL":               func(o *sqs.Options) { o.Scope = "orders\x00eu" },
+		"queue URL too long, no scope": func(o *sqs.Options) { o.QueueURL = e.url + "/" + strings.Repeat("q", store.MaxKeyLen) },
 	} {
 		o := good
 		edit(&o)
