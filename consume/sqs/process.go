@@ -59,8 +59,10 @@ type HandlerFunc func(ctx context.Context, m *Message) error
 //
 // Use it in a receive loop of your own: receive with the VisibilityTimeout
 // of Options, the key's attribute among MessageAttributeNames (and
-// ApproximateReceiveCount, MessageDeduplicationId among the system
-// attributes when you use them), and call Process at once: the 12-hour
+// ApproximateReceiveCount among the system attributes, and on a FIFO
+// queue MessageGroupId and MessageDeduplicationId: the default key falls
+// back to both, and without the group it is not the key Run gives the
+// message), and call Process at once: the 12-hour
 // limit counts from the receive. A message without a receipt handle, or
 // an adapter nil or not built by [New], is not answered and its error
 // (matching idem.ErrInvalidArgument) returned. A nil ctx is taken for
