@@ -213,3 +213,50 @@ func TestDeduplicationIDKeyedWithinItsGroup(t *testing.T) {
 		}
 	}
 }
+
+// A FIFO message waiting for the one before it in its group is kept
+// invisible meanwhile, as a running one is: it is not handed to another
+// consumer while it waits its turn.
+func TestFIFOWaitingMessageKeptInvisible(t *testing.T) {
+	e := newEnv(t, 2, nil)
+	rec := newRecorder(e.cl)
+	batch := fifoBatch(t, e, []string{"a", "b"}, []string{"g", "g"})
+	bHandle := *batch[1].ReceiptHandle
+	var mu sync.Mutex
+	var bExtensions int
+	rec.onVisible = func(in *awssqs.ChangeMessageVisibilityInput) {
+		mu.Lock()
+		if *in.ReceiptHandle == bHandle && in.VisibilityTimeout > 0 {
+			bExtensions++
+		}
+		mu.Unlock()
+	}
+	l := newLedger()
+	a := e.adapter(t, sqs.Options{Client: &batchClient{recorder: rec, batch: batch}, Extend: 400 * time.Millisecond,
+		OnVerdict: l.onVerdict,
+		Handler: func(ctx context.Context, m *sqs.Message) error {
+			if m.Key != "a" {
+				return nil
+			}
+			// a runs for two visibility timeouts (an extension of b
+			// every fifth of one).
+			deadline := time.Now().Add(idemtest.Timeout)
+			for time.Now().Before(deadline) {
+				mu.Lock()
+				n := bExtensions
+				mu.Unlock()
+				if n >= 10 {
+					return nil
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			return errors.New("b was not kept invisible while it waited")
+		}})
+	run(t, a)
+	idemtest.Eventually(t, "both messages deleted and reported", func() bool {
+		return e.count(t) == 0 && len(l.decisions("a")) == 1 && len(l.decisions("b")) == 1
+	})
+	if d := l.decisions("a"); d[0] != consume.Ack {
+		t.Errorf("a: decisions %v, want [ack]", d)
+	}
+}
