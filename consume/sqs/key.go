@@ -6,18 +6,22 @@ import (
 	"github.com/idemrt/idem/store"
 )
 
-// Attribute returns a key function that reads the string value of the
-// message attribute name ("" when the message has no such attribute, or
-// one without a string value). The message's MessageAttributes must hold
-// it: receive with MessageAttributeNames naming it (or "All", as Run
-// does).
+// Attribute returns a key function that reads the value of the message
+// attribute name: the string value of a String or Number attribute, or
+// the bytes of a Binary one, taken as they are ("" when the message has no
+// such attribute, or one with neither). The message's MessageAttributes
+// must hold it: receive with MessageAttributeNames naming it (or "All", as
+// Run does).
 func Attribute(name string) func(types.Message) string {
 	return func(m types.Message) string {
 		a, ok := m.MessageAttributes[name]
-		if !ok || a.StringValue == nil {
+		switch {
+		case !ok:
 			return ""
+		case a.StringValue != nil:
+			return *a.StringValue
 		}
-		return *a.StringValue
+		return string(a.BinaryValue)
 	}
 }
 

@@ -22,8 +22,9 @@ type Client interface {
 }
 
 // KeyAttribute is the message attribute a message's key is read from by
-// default: a String attribute the producer sets, the same on every send
-// of one message (its retries too).
+// default: an attribute the producer sets (String; a Binary one's bytes
+// are taken as the key), the same on every send of one message (its
+// retries too).
 const KeyAttribute = "Idempotency-Key"
 
 // Defaults and limits of Options.
@@ -107,7 +108,8 @@ type Options struct {
 	// consume.Options.MissingKey). Use [MessageID] only to catch
 	// redeliveries: SQS gives a message sent again (a producer's retry) a
 	// new id.
-	// Default: the string value of the KeyAttribute message attribute, or
+	// Default: the value of the KeyAttribute message attribute (see
+	// [Attribute]), or
 	// else the MessageDeduplicationId system attribute within the message
 	// group (FIFO queues; Run asks for both; see [DeduplicationID]).
 	Key func(m types.Message) string

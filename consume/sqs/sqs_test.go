@@ -639,3 +639,34 @@ func TestHugeRetryDelayStaysAway(t *testing.T) {
 		mu.Unlock()
 	}
 }
+
+// A producer that sets the key attribute as a Binary attribute (the key's
+// bytes) has its messages keyed by those bytes: they run once, instead of
+// being taken for keyless and deleted unrun.
+func TestBinaryKeyAttribute(t *testing.T) {
+	e := newEnv(t, 5, nil)
+	for range 2 {
+		_, err := e.cl.SendMessage(testCtx(t), &awssqs.SendMessageInput{QueueUrl: &e.url, MessageBody: aws.String("x"),
+			MessageAttributes: map[string]types.MessageAttributeValue{
+				sqs.KeyAttribute: {DataType: aws.String("Binary"), BinaryValue: []byte("order-9")},
+			}})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	l := newLedger()
+	a := e.adapter(t, sqs.Options{OnVerdict: l.onVerdict, Concurrency: 1, Handler: func(ctx context.Context, m *sqs.Message) error {
+		l.effect(m.Key)
+		return nil
+	}})
+	run(t, a)
+	idemtest.Eventually(t, "both copies answered", func() bool {
+		return len(l.decisions("order-9"))+len(l.decisions("")) == 2
+	})
+	if d := l.decisions("order-9"); len(d) != 2 || d[0] != consume.Ack || d[1] != consume.Ack {
+		t.Errorf("decisions %v (keyless: %v), want [ack ack] under key order-9", d, l.decisions(""))
+	}
+	if n := l.count("order-9"); n != 1 {
+		t.Errorf("%d effects, want 1", n)
+	}
+}
