@@ -175,7 +175,9 @@ func TestPermanent(t *testing.T) {
 			}})
 		e.send(t, "order-1", "x")
 		run(t, a)
-		idemtest.Eventually(t, "the message in the dead-letter queue", func() bool { return dlq.count(t) == 1 })
+		idemtest.Eventually(t, "the message in the dead-letter queue, after two receives", func() bool {
+			return dlq.count(t) == 1 && len(l.decisions("order-1")) >= 2
+		})
 		if n := e.count(t); n != 0 {
 			t.Errorf("%d messages left in the queue, want 0", n)
 		}
@@ -191,6 +193,13 @@ func TestPermanent(t *testing.T) {
 		if n := l.count("order-1"); n != 1 {
 			t.Errorf("%d runs, want 1 (the receives after the first replay the error)", n)
 		}
+		// goaws moves it after the second receive (SQS after the
+		// maxReceiveCount-th): that receive replayed the stored error.
+		l.mu.Lock()
+		if v := l.verdicts["order-1"]; len(v) != 2 || !v[1].Replayed() {
+			t.Errorf("verdicts %v, want two, the second replayed", v)
+		}
+		l.mu.Unlock()
 		m, ok := dlq.receive(t)
 		if !ok || aws.ToString(m.Body) != "x" {
 			t.Errorf("dead-letter queue gave %v, %v; want the message", m.Body, ok)
