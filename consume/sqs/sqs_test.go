@@ -679,3 +679,60 @@ func TestBinaryKeyAttribute(t *testing.T) {
 		t.Errorf("%d effects, want 1", n)
 	}
 }
+
+// receiveSpy reports each receive's MaxNumberOfMessages to onReceive
+// before the call.
+type receiveSpy struct {
+	sqs.Client
+	onReceive func(n int32)
+}
+
+func (r receiveSpy) ReceiveMessage(ctx context.Context, in *awssqs.ReceiveMessageInput, opts ...func(*awssqs.Options)) (*awssqs.ReceiveMessageOutput, error) {
+	r.onReceive(in.MaxNumberOfMessages)
+	return r.Client.ReceiveMessage(ctx, in, opts...)
+}
+
+// Run handles at most Concurrency messages at once and asks for no more
+// than it has room for: handlers running plus messages asked for never
+// pass Concurrency.
+func TestRunBoundsConcurrency(t *testing.T) {
+	const limit, total = 3, 12
+	e := newEnv(t, 30, nil)
+	for i := range total {
+		e.send(t, fmt.Sprintf("order-%d", i), "x")
+	}
+	var mu sync.Mutex
+	running, most := 0, 0
+	var over []string
+	spy := receiveSpy{Client: e.cl, onReceive: func(n int32) {
+		mu.Lock()
+		defer mu.Unlock()
+		if running+int(n) > limit {
+			over = append(over, fmt.Sprintf("asked for %d with %d running", n, running))
+		}
+	}}
+	l := newLedger()
+	a := e.adapter(t, sqs.Options{Client: spy, Concurrency: limit, OnVerdict: l.onVerdict,
+		Handler: func(ctx context.Context, m *sqs.Message) error {
+			mu.Lock()
+			running++
+			most = max(most, running)
+			mu.Unlock()
+			time.Sleep(20 * time.Millisecond) // overlap with the others
+			mu.Lock()
+			running--
+			mu.Unlock()
+			l.effect(m.Key)
+			return nil
+		}})
+	run(t, a)
+	idemtest.Eventually(t, "every message deleted", func() bool { return e.count(t) == 0 })
+	mu.Lock()
+	defer mu.Unlock()
+	if most > limit {
+		t.Errorf("%d handlers at once, want at most %d", most, limit)
+	}
+	if len(over) > 0 {
+		t.Errorf("receives past Concurrency: %v", over)
+	}
+}
