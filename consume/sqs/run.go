@@ -45,6 +45,8 @@ const (
 // OnPermanent Leave), the rest are given back at once without running
 // (their verdict a Retry with [ErrGroupHeldBack]), so that they come back
 // after it: no message of a group runs before the one ahead of it is done.
+// Those receives count toward the redrive policy's maxReceiveCount of the
+// messages held back too.
 //
 // Run returns ctx's error once ctx has ended and every message in flight
 // has been answered: those whose handler had not finished are given back
