@@ -10,7 +10,8 @@
 //
 //   - keys it by the message attribute the producer sets
 //     (Idempotency-Key, [KeyAttribute], by default), or else, on a FIFO
-//     queue, by its MessageDeduplicationId, or by Options.Key, scoped by
+//     queue, by its MessageDeduplicationId within its message group
+//     ([DeduplicationID]), or by Options.Key, scoped by
 //     the queue's URL (Options.Scope). The message id is no key for a
 //     producer's retries: SQS gives every send a new id, so [MessageID]
 //     catches only redeliveries. A message without a key is never run (see
@@ -33,6 +34,11 @@
 //     default) or leaves it (Leave) for the queue's redrive policy to move
 //     to its dead-letter queue after maxReceiveCount receives: every
 //     receive of it replays the stored error, the handler never runs again.
+//
+// On a FIFO queue, Run processes the messages of a message group that one
+// receive returns in order, one after the other, and gives back those
+// after a message that is not done with (retried, or left), unrun, so
+// that a retry never lets a later message of its group run first.
 //
 // The attempt that grows the retry delay is ApproximateReceiveCount. A
 // queue's redrive policy counts every receive, those given back for a

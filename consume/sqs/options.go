@@ -23,8 +23,9 @@ type Client interface {
 }
 
 // KeyAttribute is the message attribute a message's key is read from by
-// default: a String attribute the producer sets, the same on every send
-// of one message (its retries too).
+// default: an attribute the producer sets (String; a Binary one's bytes
+// are taken as the key), the same on every send of one message (its
+// retries too).
 const KeyAttribute = "Idempotency-Key"
 
 // Defaults and limits of Options.
@@ -108,9 +109,10 @@ type Options struct {
 	// consume.Options.MissingKey). Use [MessageID] only to catch
 	// redeliveries: SQS gives a message sent again (a producer's retry) a
 	// new id.
-	// Default: the string value of the KeyAttribute message attribute, or
-	// else the MessageDeduplicationId system attribute (FIFO queues; Run
-	// asks for it; see [DeduplicationID]).
+	// Default: the value of the KeyAttribute message attribute (see
+	// [Attribute]), or
+	// else the MessageDeduplicationId system attribute within the message
+	// group (FIFO queues; Run asks for both; see [DeduplicationID]).
 	Key func(m types.Message) string
 
 	// VisibilityTimeout is how long a receive hides a message: Run asks
@@ -194,8 +196,9 @@ type Adapter struct {
 // idem.ErrInvalidArgument: a required field missing, a Consumer not built
 // by consume.New, a negative duration or Concurrency, Extend not shorter
 // than VisibilityTimeout, a VisibilityTimeout or MaxVisibility over 12
-// hours, a WaitTime over 20s, or an OnPermanent other than Delete or
-// Leave.
+// hours, a WaitTime over 20s, an OnPermanent other than Delete or
+// Leave, or a Scope (QueueURL by default) that no idem key can be built
+// in (one holding a NUL byte, or too long: see consume.Key).
 func New(opts Options) (*Adapter, error) {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("sqs: Options.%s: %w", fmt.Sprintf(format, args...), idem.ErrInvalidArgument)
@@ -265,6 +268,10 @@ func New(opts Options) (*Adapter, error) {
 	if opts.Scope == "" {
 		opts.Scope = opts.QueueURL
 	}
+	if _, err := consume.Key(opts.Scope, "k"); err != nil {
+		// Every message would be given up (deleted by default) unrun.
+		return nil, bad("Scope (or QueueURL, the default scope) leaves no valid idem key: %v", err)
+	}
 	if opts.KeyAttribute == "" {
 		opts.KeyAttribute = KeyAttribute
 	}
@@ -283,10 +290,15 @@ func New(opts Options) (*Adapter, error) {
 	return &Adapter{o: opts}, nil
 }
 
-// seconds is d in whole seconds, rounded up, as SQS counts visibility.
+// seconds is d in whole seconds, rounded up, as SQS counts visibility,
+// and at most MaxVisibility's 43200: no duration, however long, wraps
+// around int32 (or int64, rounding up) into a negative count.
 func seconds(d time.Duration) int32 {
 	if d <= 0 {
 		return 0
+	}
+	if d >= MaxVisibility {
+		return int32(MaxVisibility / time.Second)
 	}
 	return int32((d + time.Second - 1) / time.Second)
 }

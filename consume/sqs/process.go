@@ -59,23 +59,33 @@ type HandlerFunc func(ctx context.Context, m *Message) error
 //
 // Use it in a receive loop of your own: receive with the VisibilityTimeout
 // of Options, the key's attribute among MessageAttributeNames (and
-// ApproximateReceiveCount, MessageDeduplicationId among the system
-// attributes when you use them), and call Process at once: the 12-hour
+// ApproximateReceiveCount among the system attributes, and on a FIFO
+// queue MessageGroupId and MessageDeduplicationId: the default key falls
+// back to both, and without the group it is not the key Run gives the
+// message), and call Process at once: the 12-hour
 // limit counts from the receive. A message without a receipt handle, or
 // an adapter nil or not built by [New], is not answered and its error
 // (matching idem.ErrInvalidArgument) returned. A nil ctx is taken for
 // context.Background(). When ctx ends, the message is given back after
 // the backoff and its handler goes on detached, storing its result for
-// the next receive to replay. Panics of user code outside the handler
+// the next receive to replay. On a FIFO queue, keep a message group's
+// order as Run does: process the messages of a group one after the other,
+// and once one is not done with (a Retry, or a Term left by Leave), give
+// back the rest of the group received with it (ChangeMessageVisibility to
+// 0) instead of processing them. Panics of user code outside the handler
 // (Key, Run outside its idem call, OnVerdict) go on up, with the message
 // unanswered: it comes back after its visibility timeout.
 func (a *Adapter) Process(ctx context.Context, msg types.Message) (consume.Verdict, error) {
-	return a.process(ctx, msg, time.Now())
+	return a.process(ctx, msg, time.Now(), nil)
 }
 
-// process is Process with the time of the receive.
-func (a *Adapter) process(ctx context.Context, msg types.Message, receivedAt time.Time) (consume.Verdict, error) {
+// process is Process with the time of the receive, and k the extensions
+// of msg already under way (nil: start them); it stops k.
+func (a *Adapter) process(ctx context.Context, msg types.Message, receivedAt time.Time, k *invisible) (consume.Verdict, error) {
 	if a == nil || a.o.Consumer == nil || msg.ReceiptHandle == nil {
+		if k != nil {
+			k.stop()
+		}
 		err := fmt.Errorf("sqs: Process with a message without a receipt handle, or an adapter nil or not built by New: %w",
 			idem.ErrInvalidArgument)
 		return consume.Verdict{Err: err}, err
@@ -83,11 +93,7 @@ func (a *Adapter) process(ctx context.Context, msg types.Message, receivedAt tim
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	m := &Message{Msg: msg, Key: a.o.Key(msg), Scope: a.o.Scope, Attempt: 1, ReceivedAt: receivedAt}
-	if n, err := strconv.Atoi(msg.Attributes[string(types.MessageSystemAttributeNameApproximateReceiveCount)]); err == nil && n > 1 {
-		m.Attempt = n
-	}
-	m.IdemKey, _ = consume.Key(m.Scope, m.Key)
+	m := a.message(msg, receivedAt)
 	d := consume.Delivery{Scope: m.Scope, Key: m.Key, Attempt: m.Attempt}
 	if a.o.Fingerprint {
 		sum := sha256.Sum256([]byte(m.Body()))
@@ -96,17 +102,31 @@ func (a *Adapter) process(ctx context.Context, msg types.Message, receivedAt tim
 	h := a.o.Handler
 	fn := func(ctx context.Context) (struct{}, error) { return struct{}{}, h(ctx, m) }
 	deadline := receivedAt.Add(a.o.MaxVisibility)
-	v := a.handle(ctx, msg, deadline, d, fn)
+	v := a.handle(ctx, msg, deadline, d, fn, k)
 	err := a.answer(ctx, msg, deadline, v)
 	a.report(m, v, err)
 	return v, err
 }
 
-// handle runs consume.HandleWith while msg's visibility is extended. The
-// extensions stop on every path, a panic of user code included.
+// message is what a handler is given of msg, received at receivedAt. It
+// calls Options.Key.
+func (a *Adapter) message(msg types.Message, receivedAt time.Time) *Message {
+	m := &Message{Msg: msg, Key: a.o.Key(msg), Scope: a.o.Scope, Attempt: 1, ReceivedAt: receivedAt}
+	if n, err := strconv.Atoi(msg.Attributes[string(types.MessageSystemAttributeNameApproximateReceiveCount)]); err == nil && n > 1 {
+		m.Attempt = n
+	}
+	m.IdemKey, _ = consume.Key(m.Scope, m.Key)
+	return m
+}
+
+// handle runs consume.HandleWith while msg's visibility is extended (by
+// k, or else by extensions it starts). The extensions stop on every path,
+// a panic of user code included.
 func (a *Adapter) handle(ctx context.Context, msg types.Message, deadline time.Time, d consume.Delivery,
-	fn func(context.Context) (struct{}, error)) consume.Verdict {
-	k := a.keepInvisible(msg, deadline)
+	fn func(context.Context) (struct{}, error), k *invisible) consume.Verdict {
+	if k == nil {
+		k = a.keepInvisible(msg, deadline)
+	}
 	defer k.stop()
 	_, v := consume.HandleWith(ctx, a.o.Consumer, d, a.o.Run, fn)
 	return v

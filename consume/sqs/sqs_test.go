@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -20,6 +21,7 @@ import (
 	"github.com/idemrt/idem/consume/sqs"
 	"github.com/idemrt/idem/internal/idemtest"
 	"github.com/idemrt/idem/internal/sqstest"
+	"github.com/idemrt/idem/store"
 )
 
 // A message sent three times (a producer that retried) and received by
@@ -174,7 +176,9 @@ func TestPermanent(t *testing.T) {
 			}})
 		e.send(t, "order-1", "x")
 		run(t, a)
-		idemtest.Eventually(t, "the message in the dead-letter queue", func() bool { return dlq.count(t) == 1 })
+		idemtest.Eventually(t, "the message in the dead-letter queue, after two receives", func() bool {
+			return dlq.count(t) == 1 && len(l.decisions("order-1")) >= 2
+		})
 		if n := e.count(t); n != 0 {
 			t.Errorf("%d messages left in the queue, want 0", n)
 		}
@@ -190,6 +194,13 @@ func TestPermanent(t *testing.T) {
 		if n := l.count("order-1"); n != 1 {
 			t.Errorf("%d runs, want 1 (the receives after the first replay the error)", n)
 		}
+		// goaws moves it after the second receive (SQS after the
+		// maxReceiveCount-th): that receive replayed the stored error.
+		l.mu.Lock()
+		if v := l.verdicts["order-1"]; len(v) != 2 || !v[1].Replayed() {
+			t.Errorf("verdicts %v, want two, the second replayed", v)
+		}
+		l.mu.Unlock()
 		m, ok := dlq.receive(t)
 		if !ok || aws.ToString(m.Body) != "x" {
 			t.Errorf("dead-letter queue gave %v, %v; want the message", m.Body, ok)
@@ -381,6 +392,11 @@ func TestNewRefusesBadOptions(t *testing.T) {
 		"huge answer timeout":  func(o *sqs.Options) { o.AnswerTimeout = math.MaxInt64 },
 		"negative answer":      func(o *sqs.Options) { o.AnswerTimeout = -time.Second },
 		"bad OnPermanent":      func(o *sqs.Options) { o.OnPermanent = 9 },
+		// A scope no key can be built in: every message would be given
+		// up (deleted) unrun, as idem refuses its keys.
+		"scope too long":               func(o *sqs.Options) { o.Scope = strings.Repeat("s", store.MaxKeyLen) },
+		"scope with NUL":               func(o *sqs.Options) { o.Scope = "orders\x00eu" },
+		"queue URL too long, no scope": func(o *sqs.Options) { o.QueueURL = e.url + "/" + strings.Repeat("q", store.MaxKeyLen) },
 	} {
 		o := good
 		edit(&o)
@@ -593,5 +609,133 @@ func TestRetryDelayWithinMaxVisibility(t *testing.T) {
 		if time.Duration(s)*time.Second > limit {
 			t.Errorf("visibility of %ds asked for, past MaxVisibility %v", s, limit)
 		}
+	}
+}
+
+// A retry delay longer than SQS can count in its int32 seconds (a
+// consumer's MaxDelay of a century: "no retry soon") keeps the message
+// away as long as SQS allows, up to MaxVisibility: it does not wrap
+// around into a negative delay that makes the message visible at once.
+func TestHugeRetryDelayStaysAway(t *testing.T) {
+	const century = 100 * 365 * 24 * time.Hour
+	for _, delay := range []time.Duration{century, time.Duration(1<<63 - 1)} {
+		e := newEnv(t, 5, nil)
+		c := consumer(t, idem.Options{}, consume.Options{MinDelay: delay, MaxDelay: delay})
+		rec := newRecorder(e.cl)
+		var mu sync.Mutex
+		var asked []int32
+		rec.onVisible = func(in *awssqs.ChangeMessageVisibilityInput) {
+			mu.Lock()
+			asked = append(asked, in.VisibilityTimeout)
+			mu.Unlock()
+		}
+		a := e.adapter(t, sqs.Options{Consumer: c, Client: rec, Handler: func(context.Context, *sqs.Message) error {
+			return errors.New("transient")
+		}})
+		e.send(t, "order-1", "x")
+		m, ok := e.receive(t)
+		if !ok {
+			t.Fatal("no message")
+		}
+		v, err := a.Process(testCtx(t), m)
+		if v.Decision != consume.Retry || v.Delay != delay {
+			t.Fatalf("verdict %v, %v; want a retry after %v", v, err, delay)
+		}
+		mu.Lock()
+		// MaxVisibility (12h less a minute) after the receive, less
+		// the time Process took (a loaded machine's).
+		want := int32((sqs.DefaultMaxVisibility - idemtest.Timeout) / time.Second)
+		if len(asked) != 1 || asked[0] < want || asked[0] > int32(sqs.DefaultMaxVisibility/time.Second) {
+			t.Errorf("delay %v: visibility asked %v, want [%d..%d]", delay, asked, want, sqs.DefaultMaxVisibility/time.Second)
+		}
+		mu.Unlock()
+	}
+}
+
+// A producer that sets the key attribute as a Binary attribute (the key's
+// bytes) has its messages keyed by those bytes: they run once, instead of
+// being taken for keyless and deleted unrun.
+func TestBinaryKeyAttribute(t *testing.T) {
+	e := newEnv(t, 5, nil)
+	for range 2 {
+		_, err := e.cl.SendMessage(testCtx(t), &awssqs.SendMessageInput{QueueUrl: &e.url, MessageBody: aws.String("x"),
+			MessageAttributes: map[string]types.MessageAttributeValue{
+				sqs.KeyAttribute: {DataType: aws.String("Binary"), BinaryValue: []byte("order-9")},
+			}})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	l := newLedger()
+	a := e.adapter(t, sqs.Options{OnVerdict: l.onVerdict, Concurrency: 1, Handler: func(ctx context.Context, m *sqs.Message) error {
+		l.effect(m.Key)
+		return nil
+	}})
+	run(t, a)
+	idemtest.Eventually(t, "both copies answered", func() bool {
+		return len(l.decisions("order-9"))+len(l.decisions("")) == 2
+	})
+	if d := l.decisions("order-9"); len(d) != 2 || d[0] != consume.Ack || d[1] != consume.Ack {
+		t.Errorf("decisions %v (keyless: %v), want [ack ack] under key order-9", d, l.decisions(""))
+	}
+	if n := l.count("order-9"); n != 1 {
+		t.Errorf("%d effects, want 1", n)
+	}
+}
+
+// receiveSpy reports each receive's MaxNumberOfMessages to onReceive
+// before the call.
+type receiveSpy struct {
+	sqs.Client
+	onReceive func(n int32)
+}
+
+func (r receiveSpy) ReceiveMessage(ctx context.Context, in *awssqs.ReceiveMessageInput, opts ...func(*awssqs.Options)) (*awssqs.ReceiveMessageOutput, error) {
+	r.onReceive(in.MaxNumberOfMessages)
+	return r.Client.ReceiveMessage(ctx, in, opts...)
+}
+
+// Run handles at most Concurrency messages at once and asks for no more
+// than it has room for: handlers running plus messages asked for never
+// pass Concurrency.
+func TestRunBoundsConcurrency(t *testing.T) {
+	const limit, total = 3, 12
+	e := newEnv(t, 30, nil)
+	for i := range total {
+		e.send(t, fmt.Sprintf("order-%d", i), "x")
+	}
+	var mu sync.Mutex
+	running, most := 0, 0
+	var over []string
+	spy := receiveSpy{Client: e.cl, onReceive: func(n int32) {
+		mu.Lock()
+		defer mu.Unlock()
+		if running+int(n) > limit {
+			over = append(over, fmt.Sprintf("asked for %d with %d running", n, running))
+		}
+	}}
+	l := newLedger()
+	a := e.adapter(t, sqs.Options{Client: spy, Concurrency: limit, OnVerdict: l.onVerdict,
+		Handler: func(ctx context.Context, m *sqs.Message) error {
+			mu.Lock()
+			running++
+			most = max(most, running)
+			mu.Unlock()
+			time.Sleep(20 * time.Millisecond) // overlap with the others
+			mu.Lock()
+			running--
+			mu.Unlock()
+			l.effect(m.Key)
+			return nil
+		}})
+	run(t, a)
+	idemtest.Eventually(t, "every message deleted", func() bool { return e.count(t) == 0 })
+	mu.Lock()
+	defer mu.Unlock()
+	if most > limit {
+		t.Errorf("%d handlers at once, want at most %d", most, limit)
+	}
+	if len(over) > 0 {
+		t.Errorf("receives past Concurrency: %v", over)
 	}
 }

@@ -18,7 +18,6 @@
 package sqstest
 
 import (
-	"context"
 	"errors"
 	"io"
 	"net"
@@ -92,11 +91,15 @@ func Start() (*Emulator, error) {
 	return e, nil
 }
 
-// Close stops the emulator and its periodic task, and waits for them.
+// Close stops the emulator and its periodic task, and waits for them. It
+// closes every connection at once, whatever its state: Shutdown would
+// leave one that a client opened and sent nothing on (an SDK client's
+// dial that its cancelled request left in its pool) open for 5s, and a
+// long poll in flight for its wait; their goroutines, the server's and
+// the client's, would outlive Close. A request in flight ends with its
+// connection (goaws's long poll watches its context).
 func (e *Emulator) Close() {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	_ = e.srv.Shutdown(ctx)
+	_ = e.srv.Close()
 	close(e.quit)
 	e.done.Wait()
 	started.Lock()

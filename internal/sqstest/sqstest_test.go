@@ -3,6 +3,9 @@ package sqstest_test
 import (
 	"context"
 	"errors"
+	"net"
+	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -61,5 +64,44 @@ func TestClientRoundTrip(t *testing.T) {
 	var api smithy.APIError
 	if !errors.As(err, &api) || api.ErrorCode() == "" {
 		t.Errorf("deleting twice: %v, want an API error", err)
+	}
+}
+
+// Close ends every connection to the emulator, one a client opened but
+// sent nothing on too (an SDK client's dial that its cancelled request
+// left in the pool): http.Server.Shutdown leaves such a connection open
+// for 5s, so the test binary's leak check found its goroutines, and Close
+// took that long.
+func TestCloseEndsNewConnections(t *testing.T) {
+	e, err := sqstest.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := net.Dial("tcp", strings.TrimPrefix(e.URL, "http://"))
+	if err != nil {
+		e.Close()
+		t.Fatal(err)
+	}
+	defer c.Close()
+	// The server has taken the connection once a request on another is
+	// answered (one listener, accepting in order).
+	cl := sqstest.Client(e.URL)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if _, err := cl.ListQueues(ctx, &sqs.ListQueuesInput{}); err != nil {
+		e.Close()
+		t.Fatal(err)
+	}
+	start := time.Now()
+	e.Close()
+	took := time.Since(start)
+	if err := c.SetReadDeadline(time.Now().Add(20 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Read(make([]byte, 1)); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Errorf("the connection after Close: read %v, want it closed by the server", err)
+	}
+	if took >= 5*time.Second {
+		t.Errorf("Close took %v: it waited for the idle new connection", took)
 	}
 }
