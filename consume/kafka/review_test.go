@@ -379,10 +379,14 @@ func TestRevocationCommitsWhatAFailedCommitHeld(t *testing.T) {
 	})
 	mu.Lock()
 	defer mu.Unlock()
-	if !refused {
-		t.Skip("the commit loop did not take both partitions' offsets during the join: nothing was provoked")
+	// On a loaded machine the commit loop may miss the join; then no
+	// commit was refused, and the check below holds as for any rebalance
+	// (the test never skips: make test runs every consumer test).
+	if refused {
+		t.Logf("refused commit: %v", refusedAt)
+	} else {
+		t.Log("the commit loop did not take both partitions' offsets during the join: no commit was refused this run")
 	}
-	t.Logf("refused commit: %v", refusedAt)
 	if len(again) > 0 {
 		t.Errorf("the second member fetched %v again: the first member's revocation did not commit them", again)
 	}
