@@ -275,6 +275,7 @@ func (m *mover) granted(candidate *Request, o *store.Op, sent time.Time) {
 	k := m.k
 	k.token, k.lease, k.leaseAt = o.Result.Token, o.Claim.Lease, sent
 	k.fp, k.holder = nil, ""
+	k.shrunk = false // a new run: its result may be shrunk once in turn
 	if candidate.where != claiming || m.ev.closing {
 		// The claim carries the candidate's fingerprint and lease: release
 		// it, and the next waiter claims with its own.

@@ -1036,3 +1036,37 @@ func TestTooLargeIsStoredAsPermanent(t *testing.T) {
 		w.wantReply(waiter, FailStore)
 	})
 }
+
+// Once the small permanent record of one owner is refused (its lease was
+// lost: the key was taken over meanwhile), the next owner this key state
+// grants is a fresh run: a result of its own refused for its size is
+// stored as the permanent error too, not released for yet another run.
+func TestTooLargeOncePerOwner(t *testing.T) {
+	oversized := func(key string, rec store.Record, err error) (store.Record, error) {
+		return store.Record{Failed: true, Error: "too large"}, errors.New("result too large")
+	}
+	tooLarge := fmt.Errorf("2 MB over the server's 1 MB: %w", store.ErrTooLarge)
+	w, owner := running(t)
+	w.cfg.oversized = oversized
+	next := w.arrive(req())
+	w.finish(owner, Success, nil)
+	w.answer(store.OpComplete, store.ClaimResult{}, tooLarge)
+	o := w.take(store.OpComplete)
+	if !o.record.Failed {
+		t.Fatalf("second Complete %+v, want the small permanent record", o)
+	}
+	// The key was taken over meanwhile: the small record is refused too.
+	w.step(event{kind: evCompleted, op: &store.Op{Kind: store.OpComplete, Key: "k", Token: o.token, Record: o.record, Err: store.ErrLeaseLost}})
+	w.wantReply(owner, FailLeaseLost)
+	// The waiter claims afresh and is granted the key (the other holder
+	// released it), runs, and its result is too large as well.
+	w.granted()
+	w.wantReply(next, Grant)
+	w.finish(next, Success, nil)
+	w.answer(store.OpComplete, store.ClaimResult{}, tooLarge)
+	w.wantSilent(next)
+	w.wantOps(store.OpComplete) // the small permanent record, not a Release
+	if o := w.take(store.OpComplete); !o.record.Failed || o.record.Error != "too large" {
+		t.Fatalf("Complete %+v, want the small permanent record", o)
+	}
+}
