@@ -210,3 +210,32 @@ func TestOptionDurationBounds(t *testing.T) {
 		}
 	}
 }
+
+// A runtime whose MaxResultBytes is small (32 KiB here; any value under
+// the 64 KiB kept for the status and headers) still stores the responses
+// that fit in it: the default MaxStoredBody gives way to it, but never to
+// nothing, which would release every response with a body and run its
+// handler again on each retry; a MaxStoredBody that fits is accepted.
+func TestStoredBodyUnderASmallResultLimit(t *testing.T) {
+	rt := idemtest.Runtime(t, idem.Options{MaxResultBytes: 32 << 10})
+	if _, err := httpidem.New(httpidem.Options{Runtime: rt, MaxStoredBody: 16 << 10}); err != nil {
+		t.Fatalf("MaxStoredBody 16 KiB under a 32 KiB result limit: %v", err)
+	}
+	if _, err := httpidem.New(httpidem.Options{Runtime: rt, MaxStoredBody: 32 << 10}); !errors.Is(err, idem.ErrInvalidArgument) {
+		t.Fatalf("MaxStoredBody at the result limit itself: %v, want ErrInvalidArgument", err)
+	}
+	var runs atomic.Int32
+	srv, _ := serve(t, httpidem.Options{Runtime: rt}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		runs.Add(1)
+		w.WriteHeader(http.StatusCreated)
+		_, _ = io.WriteString(w, `{"id":"p-1"}`)
+	}))
+	for i := range 2 {
+		if r := post(t, srv, "k", "x"); r.status != http.StatusCreated || r.body != `{"id":"p-1"}` {
+			t.Fatalf("request %d: %d %q", i, r.status, r.body)
+		}
+	}
+	if n := runs.Load(); n != 1 {
+		t.Fatalf("the handler ran %d times, want once: the response was not stored", n)
+	}
+}

@@ -76,13 +76,14 @@ func New(opts Options) (*Middleware, error) {
 	// A response over the runtime's result limit would be stored as a
 	// permanent ErrResultTooLarge, replayed as a 500: keep the body bound
 	// under it, with room for the status and headers.
-	most := max(0, m.rt.MaxResultBytes()-storedHeadroom)
+	room := headroom(m.rt.MaxResultBytes())
+	most := max(0, m.rt.MaxResultBytes()-room)
 	if opts.MaxStoredBody > most {
 		if m.own {
 			_ = m.rt.Close(context.Background())
 		}
 		return nil, invalid("MaxStoredBody is %d; it must be at most %d, the runtime's MaxResultBytes (%d) less %d for the status and headers",
-			opts.MaxStoredBody, most, m.rt.MaxResultBytes(), storedHeadroom)
+			opts.MaxStoredBody, most, m.rt.MaxResultBytes(), room)
 	}
 	m.o.MaxStoredBody = min(m.o.MaxStoredBody, most)
 	return m, nil
@@ -91,6 +92,12 @@ func New(opts Options) (*Middleware, error) {
 // storedHeadroom is the room a stored response keeps under the runtime's
 // MaxResultBytes for its status and headers.
 const storedHeadroom = 64 << 10
+
+// headroom is the room kept for the status and headers under a result
+// limit of most bytes: storedHeadroom, or a quarter of a limit under
+// 256 KiB. A fixed 64 KiB would leave no body at all under a small
+// MaxResultBytes, and every response with a body would be released.
+func headroom(most int) int { return min(storedHeadroom, most/4) }
 
 // Close closes the runtime the middleware owns (none when Options.Runtime
 // was given): it waits, within ctx, for the handlers running to store their
