@@ -239,3 +239,18 @@ func TestStoredBodyUnderASmallResultLimit(t *testing.T) {
 		t.Fatalf("the handler ran %d times, want once: the response was not stored", n)
 	}
 }
+
+// The 500 of a Tenant that returns a bad scope names the request's key,
+// as every answer to a keyed request does (the problems included), and as
+// the 500 of a scope that makes the key invalid did before Tenant was
+// checked on its own.
+func TestBadTenantAnswerNamesItsKey(t *testing.T) {
+	for name, tenant := range map[string]string{"600 bytes": strings.Repeat("t", 600), "NUL": "acct\x00", "2 KiB": strings.Repeat("t", 2048)} {
+		srv, _ := serve(t, httpidem.Options{Tenant: func(*http.Request) string { return tenant }},
+			http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusCreated) }))
+		r := post(t, srv, "k-7", "x")
+		if r.status != http.StatusInternalServerError || r.header.Get(httpidem.HeaderKey) != "k-7" {
+			t.Errorf("tenant %s: %d with %s %q, want 500 naming key k-7", name, r.status, httpidem.HeaderKey, r.header.Get(httpidem.HeaderKey))
+		}
+	}
+}

@@ -139,6 +139,9 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 		next.ServeHTTP(w, r)
 		return
 	}
+	// Every answer to a keyed request names its key, the problems
+	// included, so that a client can match answers to operations.
+	w.Header().Set(HeaderKey, echo)
 	k := &keyed{key: key}
 	var anonymous bool
 	if err := m.guard("Tenant", r, func() { k.tenant, anonymous = m.scopeOf(r) }); err != nil {
@@ -163,9 +166,6 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 	if anonymous {
 		m.warnAnonymous(r)
 	}
-	// Every answer to a keyed request names its key, the problems
-	// included, so that a client can match answers to operations.
-	w.Header().Set(HeaderKey, echo)
 	if err := store.ValidateKey(k.scoped); err != nil {
 		// The scope is the service's, not the client's: it is logged, and
 		// the client's answer does not show it.
