@@ -254,3 +254,27 @@ func TestBadTenantAnswerNamesItsKey(t *testing.T) {
 		}
 	}
 }
+
+// A response whose headers take more than the room kept for them, with a
+// body under MaxStoredBody, is over the runtime's result limit as a whole:
+// it is sent and released, as a body over MaxStoredBody is, not stored as
+// a permanent "result too large" that every retry gets as a 500.
+func TestLargeHeadersAreReleasedNotStoredAsAnError(t *testing.T) {
+	rt := idemtest.Runtime(t, idem.Options{MaxResultBytes: 256 << 10})
+	var runs atomic.Int32
+	body := strings.Repeat("b", 160<<10) // under MaxStoredBody (192 KiB)
+	srv, _ := serve(t, httpidem.Options{Runtime: rt}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		runs.Add(1)
+		w.Header().Set("X-Trace", strings.Repeat("h", 100<<10))
+		w.WriteHeader(http.StatusCreated)
+		_, _ = io.WriteString(w, body)
+	}))
+	for i := range 2 {
+		if r := post(t, srv, "k", "x"); r.status != http.StatusCreated || len(r.body) != len(body) {
+			t.Fatalf("request %d: %d with %d bytes, want 201 with the body", i, r.status, len(r.body))
+		}
+	}
+	if n := runs.Load(); n != 2 {
+		t.Fatalf("the handler ran %d times, want 2 (released, not stored)", n)
+	}
+}

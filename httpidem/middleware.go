@@ -407,6 +407,14 @@ func (m *Middleware) run(ctx context.Context, req *http.Request, next http.Handl
 			"status", resp.Status, "bytes", len(resp.Body), "limit", m.o.MaxStoredBody)
 		return nil, &unstored{status: resp.Status,
 			reason: fmt.Sprintf("body of %d bytes, over MaxStoredBody %d", len(resp.Body), m.o.MaxStoredBody)}
+	case resp.storedSize() > m.rt.MaxResultBytes():
+		// Headers over the room kept for them: stored, the response would
+		// be a permanent "result too large", replayed as a 500.
+		m.o.Logger.Warn("httpidem: response too large to store with its headers; the key is released, so a retry runs the handler again",
+			"key", k.key, "tenant", k.tenant, "method", req.Method, "path", req.URL.Path,
+			"status", resp.Status, "bytes", resp.storedSize(), "limit", m.rt.MaxResultBytes())
+		return nil, &unstored{status: resp.Status,
+			reason: fmt.Sprintf("%d bytes with its headers, over the runtime's MaxResultBytes %d", resp.storedSize(), m.rt.MaxResultBytes())}
 	}
 	a.keep = true
 	return resp, nil
