@@ -1070,3 +1070,35 @@ func TestTooLargeOncePerOwner(t *testing.T) {
 		t.Fatalf("Complete %+v, want the small permanent record", o)
 	}
 }
+
+// The small permanent record that replaces a too-large result is a Complete
+// like any other: a transient failure of it is retried with the same small
+// record (never the refused one, never a Release), and the waiters get the
+// permanent error once it is stored.
+func TestTooLargeRecordRetried(t *testing.T) {
+	permanent := errors.New("result too large")
+	oversized := func(key string, rec store.Record, err error) (store.Record, error) {
+		return store.Record{Failed: true, Error: "too large"}, permanent
+	}
+	w, owner := running(t)
+	w.cfg.oversized = oversized
+	waiter := w.arrive(req())
+	w.finish(owner, Success, nil)
+	w.answer(store.OpComplete, store.ClaimResult{}, fmt.Errorf("big: %w", store.ErrTooLarge))
+	w.answer(store.OpComplete, store.ClaimResult{}, errors.New("connection reset"))
+	w.wantReply(owner, FailStore)
+	w.wantSilent(waiter)
+	w.wantOps()
+	w.now = w.now.Add(time.Second)
+	w.step(event{kind: evTimer, timer: timerRetry})
+	o := w.take(store.OpComplete)
+	if !o.record.Failed || o.record.Error != "too large" || len(o.record.Value) != 0 {
+		t.Fatalf("retried Complete %+v, want the small permanent record", o.record)
+	}
+	w.step(event{kind: evCompleted, op: &store.Op{Kind: store.OpComplete, Key: "k", Token: o.token, Record: o.record,
+		Result: store.ClaimResult{Record: store.Record{Failed: true, Error: "too large", Token: o.token, ExpiresAt: w.now.Add(time.Hour)}}}})
+	if rep := w.wantReply(waiter, Settled); rep.Result.Err != permanent {
+		t.Fatalf("waiter got %+v, want the permanent error", rep.Result)
+	}
+	w.wantDone()
+}
