@@ -124,7 +124,17 @@ func (m *mover) warn(msg string, err error) {
 }
 
 func (m *mover) warnStore(op string, err error) {
-	if !store.IsContract(err) {
+	switch {
+	case store.IsContract(err):
+	case errors.Is(err, store.ErrTooLarge):
+		// Refused for its size, unsent: no failure of the store, and not
+		// to use up its once-a-second warning (a store outage right after
+		// would go unlogged). A claim's is its caller's argument (its
+		// fingerprint), answered to it; a result's is logged on its own.
+		if op != "claim" {
+			m.warn("idem: the store refused a "+op+" for its size", err)
+		}
+	default:
 		m.fx.warns = append(m.fx.warns, warning{store: true, op: op, err: err})
 	}
 }
