@@ -30,7 +30,7 @@ type response struct {
 // body, each header name and value with room for its length, and room
 // for gob's type description.
 func (r *response) storedSize() int {
-	const perString, fixed = 10, 1 << 10
+	const perString, fixed = 10, 256 // gob describes the type in about 110 bytes
 	n := fixed + len(r.Body)
 	for _, h := range []http.Header{r.Header, r.Append} {
 		for k, vs := range h {
