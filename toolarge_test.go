@@ -152,3 +152,34 @@ func TestResultTooLargeOwnerCompletes(t *testing.T) {
 		t.Fatalf("fn ran %d times", g.Runs())
 	}
 }
+
+// A fingerprint that fits in a claim but leaves no room for a record to
+// hold it with a result, not even the small permanent error stored in
+// place of one too large, must not let the function run: its result could
+// never be stored, the key would be released, and every retry would run
+// the function again.
+func TestFingerprintLeavingNoRoomForARecord(t *testing.T) {
+	srv := redistest.Start(t, redistest.Options{Args: []string{"--proto-max-bulk-len", "1mb"}})
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	t.Cleanup(func() { c.Close() })
+	rs, err := redisstore.New(bg, c, redisstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rs.Close() })
+	rt := idemtest.Runtime(t, idem.Options{Store: rs})
+	fp := make([]byte, 1<<20-100) // a claim holds it; with a kilobyte more, no record does
+	runs := 0
+	fn := func(context.Context) (string, error) { runs++; return strings.Repeat("v", 1000), nil }
+	var errs []error
+	for range 3 {
+		_, err := idem.Do(bg, rt, "k", fn, idem.WithFingerprint(fp))
+		errs = append(errs, err)
+	}
+	if runs > 1 {
+		t.Fatalf("the function ran %d times (errors %v)", runs, errs)
+	}
+	if v, err := idem.Do(bg, rt, "k2", idemtest.Value("v"), idem.WithFingerprint(fp[:1<<20-4<<10])); err != nil || v != "v" {
+		t.Fatalf("a fingerprint leaving room for a record: %q, %v", v, err)
+	}
+}

@@ -75,7 +75,8 @@ type keyState struct {
 	// timer (none is out).
 	retryArmed bool
 	// shrunk: the result was refused for its size and replaced by a
-	// small permanent error (see stepConfig.oversized).
+	// small permanent error (see stepConfig.oversized); reset when the
+	// key is granted to the next run.
 	shrunk bool
 
 	// The key's two timers, kept by the shard in its heap: the phase's

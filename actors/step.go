@@ -124,7 +124,17 @@ func (m *mover) warn(msg string, err error) {
 }
 
 func (m *mover) warnStore(op string, err error) {
-	if !store.IsContract(err) {
+	switch {
+	case store.IsContract(err):
+	case errors.Is(err, store.ErrTooLarge):
+		// Refused for its size, unsent: no failure of the store, and not
+		// to use up its once-a-second warning (a store outage right after
+		// would go unlogged). A claim's is its caller's argument (its
+		// fingerprint), answered to it; a result's is logged on its own.
+		if op != "claim" {
+			m.warn("idem: the store refused a "+op+" for its size", err)
+		}
+	default:
 		m.fx.warns = append(m.fx.warns, warning{store: true, op: op, err: err})
 	}
 }
@@ -275,6 +285,7 @@ func (m *mover) granted(candidate *Request, o *store.Op, sent time.Time) {
 	k := m.k
 	k.token, k.lease, k.leaseAt = o.Result.Token, o.Claim.Lease, sent
 	k.fp, k.holder = nil, ""
+	k.shrunk = false // a new run: its result may be shrunk once in turn
 	if candidate.where != claiming || m.ev.closing {
 		// The claim carries the candidate's fingerprint and lease: release
 		// it, and the next waiter claims with its own.

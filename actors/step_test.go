@@ -1036,3 +1036,69 @@ func TestTooLargeIsStoredAsPermanent(t *testing.T) {
 		w.wantReply(waiter, FailStore)
 	})
 }
+
+// Once the small permanent record of one owner is refused (its lease was
+// lost: the key was taken over meanwhile), the next owner this key state
+// grants is a fresh run: a result of its own refused for its size is
+// stored as the permanent error too, not released for yet another run.
+func TestTooLargeOncePerOwner(t *testing.T) {
+	oversized := func(key string, rec store.Record, err error) (store.Record, error) {
+		return store.Record{Failed: true, Error: "too large"}, errors.New("result too large")
+	}
+	tooLarge := fmt.Errorf("2 MB over the server's 1 MB: %w", store.ErrTooLarge)
+	w, owner := running(t)
+	w.cfg.oversized = oversized
+	next := w.arrive(req())
+	w.finish(owner, Success, nil)
+	w.answer(store.OpComplete, store.ClaimResult{}, tooLarge)
+	o := w.take(store.OpComplete)
+	if !o.record.Failed {
+		t.Fatalf("second Complete %+v, want the small permanent record", o)
+	}
+	// The key was taken over meanwhile: the small record is refused too.
+	w.step(event{kind: evCompleted, op: &store.Op{Kind: store.OpComplete, Key: "k", Token: o.token, Record: o.record, Err: store.ErrLeaseLost}})
+	w.wantReply(owner, FailLeaseLost)
+	// The waiter claims afresh and is granted the key (the other holder
+	// released it), runs, and its result is too large as well.
+	w.granted()
+	w.wantReply(next, Grant)
+	w.finish(next, Success, nil)
+	w.answer(store.OpComplete, store.ClaimResult{}, tooLarge)
+	w.wantSilent(next)
+	w.wantOps(store.OpComplete) // the small permanent record, not a Release
+	if o := w.take(store.OpComplete); !o.record.Failed || o.record.Error != "too large" {
+		t.Fatalf("Complete %+v, want the small permanent record", o)
+	}
+}
+
+// The small permanent record that replaces a too-large result is a Complete
+// like any other: a transient failure of it is retried with the same small
+// record (never the refused one, never a Release), and the waiters get the
+// permanent error once it is stored.
+func TestTooLargeRecordRetried(t *testing.T) {
+	permanent := errors.New("result too large")
+	oversized := func(key string, rec store.Record, err error) (store.Record, error) {
+		return store.Record{Failed: true, Error: "too large"}, permanent
+	}
+	w, owner := running(t)
+	w.cfg.oversized = oversized
+	waiter := w.arrive(req())
+	w.finish(owner, Success, nil)
+	w.answer(store.OpComplete, store.ClaimResult{}, fmt.Errorf("big: %w", store.ErrTooLarge))
+	w.answer(store.OpComplete, store.ClaimResult{}, errors.New("connection reset"))
+	w.wantReply(owner, FailStore)
+	w.wantSilent(waiter)
+	w.wantOps()
+	w.now = w.now.Add(time.Second)
+	w.step(event{kind: evTimer, timer: timerRetry})
+	o := w.take(store.OpComplete)
+	if !o.record.Failed || o.record.Error != "too large" || len(o.record.Value) != 0 {
+		t.Fatalf("retried Complete %+v, want the small permanent record", o.record)
+	}
+	w.step(event{kind: evCompleted, op: &store.Op{Kind: store.OpComplete, Key: "k", Token: o.token, Record: o.record,
+		Result: store.ClaimResult{Record: store.Record{Failed: true, Error: "too large", Token: o.token, ExpiresAt: w.now.Add(time.Hour)}}}})
+	if rep := w.wantReply(waiter, Settled); rep.Result.Err != permanent {
+		t.Fatalf("waiter got %+v, want the permanent error", rep.Result)
+	}
+	w.wantDone()
+}

@@ -210,3 +210,71 @@ func TestOptionDurationBounds(t *testing.T) {
 		}
 	}
 }
+
+// A runtime whose MaxResultBytes is small (32 KiB here; any value under
+// the 64 KiB kept for the status and headers) still stores the responses
+// that fit in it: the default MaxStoredBody gives way to it, but never to
+// nothing, which would release every response with a body and run its
+// handler again on each retry; a MaxStoredBody that fits is accepted.
+func TestStoredBodyUnderASmallResultLimit(t *testing.T) {
+	rt := idemtest.Runtime(t, idem.Options{MaxResultBytes: 32 << 10})
+	if _, err := httpidem.New(httpidem.Options{Runtime: rt, MaxStoredBody: 16 << 10}); err != nil {
+		t.Fatalf("MaxStoredBody 16 KiB under a 32 KiB result limit: %v", err)
+	}
+	if _, err := httpidem.New(httpidem.Options{Runtime: rt, MaxStoredBody: 32 << 10}); !errors.Is(err, idem.ErrInvalidArgument) {
+		t.Fatalf("MaxStoredBody at the result limit itself: %v, want ErrInvalidArgument", err)
+	}
+	var runs atomic.Int32
+	srv, _ := serve(t, httpidem.Options{Runtime: rt}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		runs.Add(1)
+		w.WriteHeader(http.StatusCreated)
+		_, _ = io.WriteString(w, `{"id":"p-1"}`)
+	}))
+	for i := range 2 {
+		if r := post(t, srv, "k", "x"); r.status != http.StatusCreated || r.body != `{"id":"p-1"}` {
+			t.Fatalf("request %d: %d %q", i, r.status, r.body)
+		}
+	}
+	if n := runs.Load(); n != 1 {
+		t.Fatalf("the handler ran %d times, want once: the response was not stored", n)
+	}
+}
+
+// The 500 of a Tenant that returns a bad scope names the request's key,
+// as every answer to a keyed request does (the problems included), and as
+// the 500 of a scope that makes the key invalid did before Tenant was
+// checked on its own.
+func TestBadTenantAnswerNamesItsKey(t *testing.T) {
+	for name, tenant := range map[string]string{"600 bytes": strings.Repeat("t", 600), "NUL": "acct\x00", "2 KiB": strings.Repeat("t", 2048)} {
+		srv, _ := serve(t, httpidem.Options{Tenant: func(*http.Request) string { return tenant }},
+			http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusCreated) }))
+		r := post(t, srv, "k-7", "x")
+		if r.status != http.StatusInternalServerError || r.header.Get(httpidem.HeaderKey) != "k-7" {
+			t.Errorf("tenant %s: %d with %s %q, want 500 naming key k-7", name, r.status, httpidem.HeaderKey, r.header.Get(httpidem.HeaderKey))
+		}
+	}
+}
+
+// A response whose headers take more than the room kept for them, with a
+// body under MaxStoredBody, is over the runtime's result limit as a whole:
+// it is sent and released, as a body over MaxStoredBody is, not stored as
+// a permanent "result too large" that every retry gets as a 500.
+func TestLargeHeadersAreReleasedNotStoredAsAnError(t *testing.T) {
+	rt := idemtest.Runtime(t, idem.Options{MaxResultBytes: 256 << 10})
+	var runs atomic.Int32
+	body := strings.Repeat("b", 160<<10) // under MaxStoredBody (192 KiB)
+	srv, _ := serve(t, httpidem.Options{Runtime: rt}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		runs.Add(1)
+		w.Header().Set("X-Trace", strings.Repeat("h", 100<<10))
+		w.WriteHeader(http.StatusCreated)
+		_, _ = io.WriteString(w, body)
+	}))
+	for i := range 2 {
+		if r := post(t, srv, "k", "x"); r.status != http.StatusCreated || len(r.body) != len(body) {
+			t.Fatalf("request %d: %d with %d bytes, want 201 with the body", i, r.status, len(r.body))
+		}
+	}
+	if n := runs.Load(); n != 2 {
+		t.Fatalf("the handler ran %d times, want 2 (released, not stored)", n)
+	}
+}

@@ -76,13 +76,14 @@ func New(opts Options) (*Middleware, error) {
 	// A response over the runtime's result limit would be stored as a
 	// permanent ErrResultTooLarge, replayed as a 500: keep the body bound
 	// under it, with room for the status and headers.
-	most := max(0, m.rt.MaxResultBytes()-storedHeadroom)
+	room := headroom(m.rt.MaxResultBytes())
+	most := max(0, m.rt.MaxResultBytes()-room)
 	if opts.MaxStoredBody > most {
 		if m.own {
 			_ = m.rt.Close(context.Background())
 		}
 		return nil, invalid("MaxStoredBody is %d; it must be at most %d, the runtime's MaxResultBytes (%d) less %d for the status and headers",
-			opts.MaxStoredBody, most, m.rt.MaxResultBytes(), storedHeadroom)
+			opts.MaxStoredBody, most, m.rt.MaxResultBytes(), room)
 	}
 	m.o.MaxStoredBody = min(m.o.MaxStoredBody, most)
 	return m, nil
@@ -91,6 +92,12 @@ func New(opts Options) (*Middleware, error) {
 // storedHeadroom is the room a stored response keeps under the runtime's
 // MaxResultBytes for its status and headers.
 const storedHeadroom = 64 << 10
+
+// headroom is the room kept for the status and headers under a result
+// limit of most bytes: storedHeadroom, or a quarter of a limit under
+// 256 KiB. A fixed 64 KiB would leave no body at all under a small
+// MaxResultBytes, and every response with a body would be released.
+func headroom(most int) int { return min(storedHeadroom, most/4) }
 
 // Close closes the runtime the middleware owns (none when Options.Runtime
 // was given): it waits, within ctx, for the handlers running to store their
@@ -132,6 +139,9 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 		next.ServeHTTP(w, r)
 		return
 	}
+	// Every answer to a keyed request names its key, the problems
+	// included, so that a client can match answers to operations.
+	w.Header().Set(HeaderKey, echo)
 	k := &keyed{key: key}
 	var anonymous bool
 	if err := m.guard("Tenant", r, func() { k.tenant, anonymous = m.scopeOf(r) }); err != nil {
@@ -156,9 +166,6 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 	if anonymous {
 		m.warnAnonymous(r)
 	}
-	// Every answer to a keyed request names its key, the problems
-	// included, so that a client can match answers to operations.
-	w.Header().Set(HeaderKey, echo)
 	if err := store.ValidateKey(k.scoped); err != nil {
 		// The scope is the service's, not the client's: it is logged, and
 		// the client's answer does not show it.
@@ -400,6 +407,14 @@ func (m *Middleware) run(ctx context.Context, req *http.Request, next http.Handl
 			"status", resp.Status, "bytes", len(resp.Body), "limit", m.o.MaxStoredBody)
 		return nil, &unstored{status: resp.Status,
 			reason: fmt.Sprintf("body of %d bytes, over MaxStoredBody %d", len(resp.Body), m.o.MaxStoredBody)}
+	case resp.storedSize() > m.rt.MaxResultBytes():
+		// Headers over the room kept for them: stored, the response would
+		// be a permanent "result too large", replayed as a 500.
+		m.o.Logger.Warn("httpidem: response too large to store with its headers; the key is released, so a retry runs the handler again",
+			"key", k.key, "tenant", k.tenant, "method", req.Method, "path", req.URL.Path,
+			"status", resp.Status, "bytes", resp.storedSize(), "limit", m.rt.MaxResultBytes())
+		return nil, &unstored{status: resp.Status,
+			reason: fmt.Sprintf("%d bytes with its headers, over the runtime's MaxResultBytes %d", resp.storedSize(), m.rt.MaxResultBytes())}
 	}
 	a.keep = true
 	return resp, nil

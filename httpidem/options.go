@@ -133,9 +133,9 @@ type Options struct {
 	// MaxStoredBody bounds the response body that is stored. A larger
 	// response still goes to its client, but it is not stored: the key is
 	// released (a retry runs the handler again) and a warning is logged.
-	// It must leave 64 KiB for the status and headers under the runtime's
-	// result limit (idem.Runtime.MaxResultBytes), which the default gives
-	// way to.
+	// It must leave 64 KiB (a quarter of a limit under 256 KiB) for the
+	// status and headers under the runtime's result limit
+	// (idem.Runtime.MaxResultBytes), which the default gives way to.
 	// Default: 1 MiB.
 	MaxStoredBody int
 

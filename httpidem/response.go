@@ -26,6 +26,23 @@ type response struct {
 	Append http.Header
 }
 
+// storedSize bounds from above the bytes r takes encoded (gobCodec): its
+// body, each header name and value with room for its length, and room
+// for gob's type description.
+func (r *response) storedSize() int {
+	const perString, fixed = 10, 256 // gob describes the type in about 110 bytes
+	n := fixed + len(r.Body)
+	for _, h := range []http.Header{r.Header, r.Append} {
+		for k, vs := range h {
+			n += len(k) + perString*(2+len(vs))
+			for _, v := range vs {
+				n += len(v)
+			}
+		}
+	}
+	return n
+}
+
 // gobCodec is the idem codec of stored responses.
 type gobCodec struct{}
 

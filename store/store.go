@@ -291,5 +291,7 @@ type SizeLimited interface {
 // store's records for what the store adds to the encoded result: its
 // header, the claim's token and the fingerprint (a SHA-256 digest takes
 // 32 bytes; a record whose fingerprint does not fit is refused with
-// [ErrTooLarge]).
+// [ErrTooLarge], and so is a claim whose fingerprint leaves less than
+// RecordOverhead under the bound: no record of its key could hold a
+// result, nor the small permanent error stored in place of one).
 const RecordOverhead = 4 << 10

@@ -109,6 +109,16 @@ func sizeOf(c *call) (total, largest int) {
 func (s *Store) checkSize(c *call) error {
 	var largest int
 	c.size, largest = sizeOf(c)
+	if fp := len(c.op.Claim.Fingerprint); c.op.Kind == store.OpClaim && s.maxBulk > 0 && fp > s.maxBulk-store.RecordOverhead {
+		// Every record of the key holds the fingerprint: one that leaves
+		// no room for a result, nor for the small permanent error stored
+		// in place of one too large, would let fn run with no way to
+		// store what it did, and the key released, every retry would run
+		// it again.
+		s.nTooLarge.Add(1)
+		return fmt.Errorf("redisstore: %w: a claim's fingerprint of %d bytes leaves no room for a record under the %d-byte limit of the server (proto-max-bulk-len, or Options.MaxRecordBytes), less %d (store.RecordOverhead)",
+			store.ErrTooLarge, fp, s.maxBulk, store.RecordOverhead)
+	}
 	if s.maxBulk > 0 && largest > s.maxBulk { // (0: a Store not made by New, in tests)
 		s.nTooLarge.Add(1)
 		return fmt.Errorf("redisstore: %w: a %s of %d bytes, over the %d-byte limit of the server (proto-max-bulk-len, or Options.MaxRecordBytes)",
