@@ -54,7 +54,7 @@ func (s *Store) SubscribeInvalidations(ctx context.Context, fn func(store.Invali
 	if err != nil {
 		return nil, err
 	}
-	sub := &subscription{ps: ps, done: make(chan struct{}), quit: make(chan struct{})}
+	sub := &subscription{s: s, ps: ps, done: make(chan struct{}), quit: make(chan struct{})}
 	go s.receiveInval(sub, fn)
 	s.mu.Lock()
 	s.subs = append(s.subs, sub)

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/redis/go-redis/v9"
@@ -12,6 +13,7 @@ import (
 
 // subscription is one inbox subscription.
 type subscription struct {
+	s    *Store        // whose subs hold it until it stops
 	ps   *redis.PubSub // under mu when quit is set
 	done chan struct{}
 	once sync.Once
@@ -64,7 +66,7 @@ func (s *Store) Subscribe(ctx context.Context, fn func(key string)) (string, fun
 		ps.Close()
 		return "", nil, fmt.Errorf("redisstore: subscribe: %w", err)
 	}
-	sub := &subscription{ps: ps, done: make(chan struct{})}
+	sub := &subscription{s: s, ps: ps, done: make(chan struct{})}
 	ch := ps.ChannelWithSubscriptions()
 	go func() {
 		defer close(sub.done)
@@ -98,6 +100,12 @@ func (sub *subscription) stop() {
 		}
 		_ = ps.Close()
 		<-sub.done
+		// Out of the store's list: a Store that outlives the runtimes
+		// subscribing to it keeps none of their PubSubs.
+		st := sub.s
+		st.mu.Lock()
+		st.subs = slices.DeleteFunc(st.subs, func(o *subscription) bool { return o == sub })
+		st.mu.Unlock()
 	})
 }
 
