@@ -109,7 +109,7 @@ type Store struct {
 	subs   map[string]func(string)
 	subSeq atomic.Uint64
 	// invals are the invalidation subscribers, by subscription number.
-	invals map[uint64]func(store.Invalidation)
+	invals map[uint64]*invalSub
 
 	liveMu sync.Mutex
 	live   map[string]time.Time // instance → end of its liveness (see liveness.go)

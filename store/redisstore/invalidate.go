@@ -15,8 +15,11 @@ package redisstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -47,34 +50,103 @@ func (s *Store) SubscribeInvalidations(ctx context.Context, fn func(store.Invali
 	if fn == nil {
 		return nil, fmt.Errorf("%w: redisstore: SubscribeInvalidations with a nil fn", store.ErrInvalidArgument)
 	}
+	ps, err := s.subscribeInval(ctx)
+	if err != nil {
+		return nil, err
+	}
+	sub := &subscription{s: s, ps: ps, done: make(chan struct{}), quit: make(chan struct{})}
+	go s.receiveInval(sub, fn)
+	s.mu.Lock()
+	s.subs = append(s.subs, sub)
+	s.mu.Unlock()
+	return sub.stop, nil
+}
+
+// The check of an idle invalidation subscription: after invalIdle without
+// a message it sends a PING, and a connection that answers nothing within
+// invalPong is taken for dead. go-redis's own check of a subscription
+// (its Channel's) only writes its PING, and never finds a connection that
+// swallows what it is sent (a flow a NAT dropped, a vanished peer): the
+// invalidations published meanwhile would be lost without a word.
+const (
+	invalIdle = 3 * time.Second
+	invalPong = 5 * time.Second
+)
+
+// subscribeInval subscribes to the invalidation channel on a connection
+// of its own, and returns once Redis confirmed it.
+func (s *Store) subscribeInval(ctx context.Context) (*redis.PubSub, error) {
 	ps := s.c.Subscribe(ctx, s.invalChannel())
 	if _, err := ps.Receive(ctx); err != nil {
 		ps.Close()
 		return nil, fmt.Errorf("redisstore: subscribe to invalidations: %w", err)
 	}
-	sub := &subscription{ps: ps, done: make(chan struct{})}
-	ch := ps.ChannelWithSubscriptions()
-	go func() {
-		defer close(sub.done)
-		for m := range ch {
-			switch m := m.(type) {
-			case *redis.Message:
-				if inv, ok := s.parseInvalidation(m.Payload); ok {
-					fn(inv)
+	return ps, nil
+}
+
+// receiveInval reads sub's messages and hands them to fn until sub is
+// stopped. A connection that fails is made again by go-redis, whose
+// resubscription reports Lost; one that answers no PING is replaced by a
+// new subscription, and Lost is reported once that one is confirmed.
+func (s *Store) receiveInval(sub *subscription, fn func(store.Invalidation)) {
+	defer close(sub.done)
+	ctx := context.Background()
+	ps := sub.current()
+	var pinged time.Time // when a PING went out unanswered (zero: none)
+	for {
+		m, err := ps.ReceiveTimeout(ctx, invalIdle)
+		if sub.stopping() {
+			return
+		}
+		if err != nil {
+			var ne net.Error
+			if !errors.As(err, &ne) || !ne.Timeout() {
+				// The connection failed: go-redis connects again on the
+				// next Receive, and resubscribes (reported below).
+				select {
+				case <-sub.quit:
+					return
+				case <-time.After(100 * time.Millisecond):
 				}
-			case *redis.Subscription:
-				if m.Kind == "subscribe" {
-					// Resubscribed after a reconnect: what was published
-					// meanwhile is lost.
-					fn(store.Invalidation{Lost: true})
+				continue
+			}
+			switch {
+			case pinged.IsZero():
+				pctx, cancel := context.WithTimeout(ctx, invalPong)
+				if ps.Ping(pctx) == nil {
+					pinged = time.Now()
 				}
+				cancel()
+			case time.Since(pinged) >= invalPong:
+				sctx, cancel := context.WithTimeout(ctx, invalPong)
+				fresh, err := s.subscribeInval(sctx)
+				cancel()
+				if err != nil {
+					continue // tried again after the next idle wait
+				}
+				if !sub.replace(fresh) {
+					return
+				}
+				ps.Close()
+				ps, pinged = fresh, time.Time{}
+				fn(store.Invalidation{Lost: true}) // what the dead one missed
+			}
+			continue
+		}
+		pinged = time.Time{}
+		switch m := m.(type) {
+		case *redis.Message:
+			if inv, ok := s.parseInvalidation(m.Payload); ok {
+				fn(inv)
+			}
+		case *redis.Subscription:
+			if m.Kind == "subscribe" {
+				// Resubscribed after a reconnect: what was published
+				// meanwhile is lost.
+				fn(store.Invalidation{Lost: true})
 			}
 		}
-	}()
-	s.mu.Lock()
-	s.subs = append(s.subs, sub)
-	s.mu.Unlock()
-	return sub.stop, nil
+	}
 }
 
 // InvalidatePrefix implements [store.Invalidator]: one PUBLISH.

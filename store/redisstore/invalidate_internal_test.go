@@ -1,8 +1,12 @@
 package redisstore
 
 import (
+	"context"
 	"testing"
 
+	"github.com/redis/go-redis/v9"
+
+	"github.com/idemrt/idem/internal/redistest"
 	"github.com/idemrt/idem/store"
 )
 
@@ -30,5 +34,39 @@ func TestParseInvalidationWithScope(t *testing.T) {
 		if got != c.want || ok != c.ok {
 			t.Errorf("%q: %+v %v, want %+v %v", c.msg, got, ok, c.want, c.ok)
 		}
+	}
+}
+
+// A stopped subscription leaves the store: a long-lived Store shared by
+// runtimes that come and go (each subscribes to wake-ups and to
+// invalidations at New, and stops both at Close) must not keep every
+// PubSub it ever made until the Store is closed.
+func TestStoppedSubscriptionsLeaveTheStore(t *testing.T) {
+	srv := redistest.Start(t, redistest.Options{})
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	t.Cleanup(func() { c.Close() })
+	ctx := context.Background()
+	s, err := New(ctx, c, Options{KeyPrefix: "subs:"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for range 5 {
+		stopInval, err := s.SubscribeInvalidations(ctx, func(store.Invalidation) {})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, stopWake, err := s.Subscribe(ctx, func(string) {})
+		if err != nil {
+			t.Fatal(err)
+		}
+		stopInval()
+		stopWake()
+	}
+	s.mu.Lock()
+	n := len(s.subs)
+	s.mu.Unlock()
+	if n != 0 {
+		t.Fatalf("the store keeps %d stopped subscriptions", n)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/redis/go-redis/v9"
@@ -12,9 +13,43 @@ import (
 
 // subscription is one inbox subscription.
 type subscription struct {
-	ps   *redis.PubSub
+	s    *Store        // whose subs hold it until it stops
+	ps   *redis.PubSub // under mu when quit is set
 	done chan struct{}
 	once sync.Once
+	// quit, when set, is closed by stop; its reader may then replace ps
+	// (see receiveInval), under mu.
+	quit    chan struct{}
+	mu      sync.Mutex
+	stopped bool // under mu
+}
+
+// current returns the subscription's PubSub.
+func (sub *subscription) current() *redis.PubSub {
+	sub.mu.Lock()
+	defer sub.mu.Unlock()
+	return sub.ps
+}
+
+// stopping reports whether stop was called.
+func (sub *subscription) stopping() bool {
+	sub.mu.Lock()
+	defer sub.mu.Unlock()
+	return sub.stopped
+}
+
+// replace makes ps the subscription's PubSub, unless it was stopped
+// (then ps is closed, and replace returns false).
+func (sub *subscription) replace(ps *redis.PubSub) bool {
+	sub.mu.Lock()
+	if sub.stopped {
+		sub.mu.Unlock()
+		ps.Close()
+		return false
+	}
+	sub.ps = ps
+	sub.mu.Unlock()
+	return true
 }
 
 // Subscribe implements [store.Waker]: it subscribes to a new inbox channel
@@ -31,7 +66,7 @@ func (s *Store) Subscribe(ctx context.Context, fn func(key string)) (string, fun
 		ps.Close()
 		return "", nil, fmt.Errorf("redisstore: subscribe: %w", err)
 	}
-	sub := &subscription{ps: ps, done: make(chan struct{})}
+	sub := &subscription{s: s, ps: ps, done: make(chan struct{})}
 	ch := ps.ChannelWithSubscriptions()
 	go func() {
 		defer close(sub.done)
@@ -56,8 +91,21 @@ func (s *Store) Subscribe(ctx context.Context, fn func(key string)) (string, fun
 // is idempotent.
 func (sub *subscription) stop() {
 	sub.once.Do(func() {
-		_ = sub.ps.Close()
+		sub.mu.Lock()
+		sub.stopped = true
+		ps := sub.ps
+		sub.mu.Unlock()
+		if sub.quit != nil {
+			close(sub.quit)
+		}
+		_ = ps.Close()
 		<-sub.done
+		// Out of the store's list: a Store that outlives the runtimes
+		// subscribing to it keeps none of their PubSubs.
+		st := sub.s
+		st.mu.Lock()
+		st.subs = slices.DeleteFunc(st.subs, func(o *subscription) bool { return o == sub })
+		st.mu.Unlock()
 	})
 }
 
