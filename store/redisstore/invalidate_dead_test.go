@@ -116,6 +116,7 @@ func (f *freezer) freeze() {
 // the PONG, so a connection that swallows what it is sent is never found
 // dead. B must drop the forgotten result within that bound.
 func TestInvalidateSilentlyDeadSubscription(t *testing.T) {
+	t.Parallel() // 15s, mostly waiting for the dead subscription to be noticed
 	srv := redistest.Start(t, redistest.Options{})
 	px := newFreezer(t, srv.Addr)
 	prefix := fmt.Sprintf("id%d:", prefixSeq.Add(1))
