@@ -261,6 +261,7 @@ func checkSizes(t *testing.T, rep Report) Sizes {
 }
 
 func TestShortRunPostgres(t *testing.T) {
+	t.Parallel() // the store-backed runs mostly wait on their servers
 	dsn := postgresDSN(t)
 	rep := runShort(t, "-postgres", dsn, "-scenarios", "unique,xstorm")
 	checkReport(t, rep, 4+2) // xstorm: idem and poll
@@ -291,6 +292,7 @@ func TestShortRunPostgres(t *testing.T) {
 // With -redis and -postgres, every scenario runs on both, and idem's rows
 // on PostgreSQL carry their ratio to idem on Redis.
 func TestShortRunRedisAndPostgres(t *testing.T) {
+	t.Parallel() // the store-backed runs mostly wait on their servers
 	srv := redistest.Start(t, redistest.Options{})
 	rep := runShort(t, "-redis", srv.Addr, "-postgres", postgresDSN(t), "-redis-benchmark=false",
 		"-scenarios", "unique", "-systems", "idem,plain")
@@ -304,6 +306,7 @@ func TestShortRunRedisAndPostgres(t *testing.T) {
 }
 
 func TestShortRunRedis(t *testing.T) {
+	t.Parallel() // the store-backed runs mostly wait on their servers
 	srv := redistest.Start(t, redistest.Options{})
 	rep := runShort(t, "-redis", srv.Addr, "-redis-benchmark=false", "-scenarios", "unique,storm,replay,xstorm")
 	checkReport(t, rep, 3*5+2) // xstorm: idem and poll
@@ -330,6 +333,7 @@ func TestShortRunRedis(t *testing.T) {
 // On Redis Cluster, the server CPU is summed over the masters, and the
 // instances of xstorm share the cluster.
 func TestShortRunRedisCluster(t *testing.T) {
+	t.Parallel() // the store-backed runs mostly wait on their servers
 	c := redistest.StartCluster(t, 3)
 	rep := runShort(t, "-redis-cluster", strings.Join(c.Addrs(), ","), "-scenarios", "unique,xstorm", "-systems", "idem,poll")
 	checkReport(t, rep, 2*2)

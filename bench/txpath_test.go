@@ -17,6 +17,7 @@ import (
 // row. What is checked is behaviour (the rows, the ratios, the report),
 // not speed.
 func TestShortRunTxPath(t *testing.T) {
+	t.Parallel() // the store-backed runs mostly wait on their servers
 	dsn := postgresDSN(t)
 	dir := t.TempDir()
 	args := []string{"-postgres", dsn, "-scenarios", "tx-unique,tx-dup", "-tx-rounds", "2",
