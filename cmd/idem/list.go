@@ -32,28 +32,36 @@ type listReport struct {
 // scan page that held its last key, and that key (the page resumes after
 // it, reading that scan page again).
 type listCursor struct {
+	Scan string
+	Last string
+}
+
+// cursorJSON is a listCursor as -after holds it. The key goes as bytes (in
+// base64): a JSON string would replace the bytes of a key that is not
+// UTF-8, and the next page would never find it.
+type cursorJSON struct {
 	Scan string `json:"c"`
-	Last string `json:"k"`
+	Last []byte `json:"b"`
 }
 
 func (lc listCursor) String() string {
-	b, _ := json.Marshal(lc)
+	b, _ := json.Marshal(cursorJSON{Scan: lc.Scan, Last: []byte(lc.Last)})
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
 func parseListCursor(s string) (listCursor, error) {
-	var lc listCursor
+	var cj cursorJSON
 	if s == "" {
-		return lc, nil
+		return listCursor{}, nil
 	}
 	b, err := base64.RawURLEncoding.DecodeString(s)
 	if err == nil {
-		err = json.Unmarshal(b, &lc)
+		err = json.Unmarshal(b, &cj)
 	}
-	if err != nil || lc.Last == "" {
-		return lc, usagef("-after %q is not a cursor printed by list", s)
+	if err != nil || len(cj.Last) == 0 {
+		return listCursor{}, usagef("-after %q is not a cursor printed by list", s)
 	}
-	return lc, nil
+	return listCursor{Scan: cj.Scan, Last: string(cj.Last)}, nil
 }
 
 func badCursor(s string) bool {

@@ -1,0 +1,74 @@
+package main
+
+import (
+	"encoding/base64"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/idemrt/idem/store"
+)
+
+// storeDone stores value as key's result in sc's store.
+func storeDone(t *testing.T, sc storeCase, key string, ttl time.Duration) {
+	t.Helper()
+	res, err := sc.st.Claim(bg, key, store.ClaimRequest{Owner: "w", Lease: time.Minute, TTL: time.Hour})
+	if err != nil || res.Status != store.Claimed {
+		t.Fatalf("claim %q: %v %v", key, res.Status, err)
+	}
+	if _, err := sc.st.Complete(bg, key, res.Token, store.Record{Value: []byte("v")}, ttl); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// pageAll pages list through with -limit limit, and returns every key
+// listed, in order; it fails the test when paging does not end.
+func pageAll(t *testing.T, sc storeCase, limit int, args ...string) []string {
+	t.Helper()
+	var all []string
+	after := ""
+	for pages := 0; ; pages++ {
+		if pages > 50 {
+			t.Fatalf("list does not end: keys so far %q", all)
+		}
+		a := append(append([]string(nil), args...), "-json", "list", "-limit", fmt.Sprint(limit))
+		if after != "" {
+			a = append(a, "-after", after)
+		}
+		var page listReport
+		sc.idem(t, a...).want(t, exitOK).decode(t, &page)
+		for _, k := range page.Keys {
+			key := k.Key
+			if k.KeyBase64 != "" {
+				b, err := base64.StdEncoding.DecodeString(k.KeyBase64)
+				if err != nil {
+					t.Fatal(err)
+				}
+				key = string(b)
+			}
+			all = append(all, key)
+		}
+		if after = page.Next; after == "" {
+			return all
+		}
+	}
+}
+
+// A key that is not valid UTF-8 ends a page: its -after must name it
+// exactly, or the next page never finds it and lists the scan page again,
+// forever.
+func TestListCursorKeyNotUTF8(t *testing.T) {
+	for _, mk := range []func(*testing.T) storeCase{redisCase, postgresCase} {
+		sc := mk(t)
+		t.Run(sc.name, func(t *testing.T) {
+			keys := []string{"k-\xff1", "k-\xff2", "k-\xff3"}
+			for _, k := range keys {
+				storeDone(t, sc, k, time.Hour)
+			}
+			got := pageAll(t, sc, 1, "-key-prefix", "k-")
+			if len(got) != 3 || len(dedup(got)) != 3 {
+				t.Errorf("pages listed %q, want each of %q once", got, keys)
+			}
+		})
+	}
+}
