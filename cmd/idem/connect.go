@@ -57,7 +57,7 @@ func newClient(cfg *config) (redis.UniversalClient, string, error) {
 		if strings.Contains(cfg.cluster, "://") {
 			var err error
 			if opts, err = redis.ParseClusterURL(cfg.cluster); err != nil {
-				return nil, "", usagef("-cluster %q: %v", cfg.cluster, err)
+				return nil, "", badURL("-cluster", cfg.cluster, err)
 			}
 		} else {
 			opts = &redis.ClusterOptions{}
@@ -78,7 +78,7 @@ func newClient(cfg *config) (redis.UniversalClient, string, error) {
 	if strings.Contains(cfg.redisURL, "://") {
 		var err error
 		if opts, err = redis.ParseURL(cfg.redisURL); err != nil {
-			return nil, "", usagef("-redis %q: %v", cfg.redisURL, err)
+			return nil, "", badURL("-redis", cfg.redisURL, err)
 		}
 	} else {
 		addr := strings.TrimSpace(cfg.redisURL)
@@ -90,6 +90,36 @@ func newClient(cfg *config) (redis.UniversalClient, string, error) {
 	opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout = cfg.timeout, cfg.timeout, cfg.timeout
 	opts.DialerRetries = 1
 	return redis.NewClient(opts), opts.Addr, nil
+}
+
+// badURL is the usage error of a URL flag that does not parse. It names
+// the URL, and the error (which may quote it) with its password hidden.
+func badURL(flag, raw string, err error) error {
+	shown := hidePassword(raw)
+	return usagef("%s %q: %s", flag, shown, strings.ReplaceAll(err.Error(), raw, shown))
+}
+
+// hidePassword returns a URL with the password of its user info, if any,
+// replaced by "xxxxx".
+func hidePassword(raw string) string {
+	i := strings.Index(raw, "://")
+	if i < 0 {
+		return raw
+	}
+	start := i + len("://")
+	auth := raw[start:]
+	if end := strings.IndexAny(auth, "/?#"); end >= 0 {
+		auth = auth[:end]
+	}
+	at := strings.LastIndexByte(auth, '@')
+	if at < 0 {
+		return raw
+	}
+	colon := strings.IndexByte(auth[:at], ':')
+	if colon < 0 {
+		return raw
+	}
+	return raw[:start+colon+1] + "xxxxx" + raw[start+at:]
 }
 
 // connect reaches the store (within -timeout) and opens it.
