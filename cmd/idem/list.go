@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/idemrt/idem/store"
@@ -78,6 +79,12 @@ func listState(e store.Entry) string {
 	return stateName(e)
 }
 
+// lists reports whether list shows a key it found: an idem record, not
+// absent, of the -state asked for.
+func (cfg *config) lists(f found) bool {
+	return f.corrupt == nil && f.entry.State != store.Absent && (cfg.state == "all" || cfg.state == listState(f.entry))
+}
+
 // errPageFull stops a walk once a page of list is full.
 var errPageFull = errors.New("page full")
 
@@ -113,24 +120,29 @@ func cmdList(ctx context.Context, c *conn, cfg *config, out *printer) error {
 		if err != nil {
 			return err
 		}
-		for _, f := range res {
+		full := false
+		for i, f := range res {
 			if f.corrupt != nil {
 				rep.NotIdem++
 				continue
 			}
-			st := listState(f.entry)
-			if f.entry.State == store.Absent || (cfg.state != "all" && cfg.state != st) {
+			if !cfg.lists(f) {
 				continue
 			}
 			r := newKeyReport(f.key, c.recordName(f.key), f.entry, now)
-			r.State = st
+			r.State = listState(f.entry)
 			rep.Keys = append(rep.Keys, r)
 			if len(rep.Keys) == cfg.limit {
-				rep.Next = listCursor{Scan: cursor, Last: f.key}.String()
+				full = true
+				// A next page only when keys are left: in this scan page
+				// (read already) one that would be listed, or more pages.
+				if next != "" || slices.ContainsFunc(res[i+1:], cfg.lists) {
+					rep.Next = listCursor{Scan: cursor, Last: f.key}.String()
+				}
 				break
 			}
 		}
-		if rep.Next != "" || next == "" {
+		if full || next == "" {
 			break
 		}
 		cursor = next

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/base64"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -68,6 +69,27 @@ func TestListCursorKeyNotUTF8(t *testing.T) {
 			got := pageAll(t, sc, 1, "-key-prefix", "k-")
 			if len(got) != 3 || len(dedup(got)) != 3 {
 				t.Errorf("pages listed %q, want each of %q once", got, keys)
+			}
+		})
+	}
+}
+
+// A page that ends with the scope's last key has no next page.
+func TestListLastPageExactlyFull(t *testing.T) {
+	for _, mk := range []func(*testing.T) storeCase{redisCase, postgresCase} {
+		sc := mk(t)
+		t.Run(sc.name, func(t *testing.T) {
+			for i := range 3 {
+				storeDone(t, sc, fmt.Sprint("k-", i), time.Hour)
+			}
+			var page listReport
+			sc.idem(t, "-json", "list", "-limit", "3").want(t, exitOK).decode(t, &page)
+			if len(page.Keys) != 3 || page.Next != "" {
+				t.Errorf("list -limit 3 of 3 keys: %d keys, next %q; want 3 and no next", len(page.Keys), page.Next)
+			}
+			r := sc.idem(t, "list", "-limit", "3").want(t, exitOK)
+			if strings.Contains(r.err, "-after") {
+				t.Errorf("list -limit 3 of 3 keys offers a next page: %s", r.err)
 			}
 		})
 	}
