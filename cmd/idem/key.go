@@ -24,10 +24,12 @@ type keyReport struct {
 	KeyBase64      string `json:"key_base64,omitempty"`
 	RedisKeyBase64 string `json:"redis_key_base64,omitempty"`
 	// State is absent, in-progress, completed or failed.
-	State       string     `json:"state"`
-	Owner       string     `json:"owner,omitempty"`
-	Fence       uint64     `json:"fence,omitempty"`
-	LeaseLeftMs *int64     `json:"lease_left_ms,omitempty"`
+	State       string `json:"state"`
+	Owner       string `json:"owner,omitempty"`
+	Fence       uint64 `json:"fence,omitempty"`
+	LeaseLeftMs *int64 `json:"lease_left_ms,omitempty"`
+	// LeaseEndsAt is when a lease that has not ended ends; nil once it
+	// has (the store does not say when it did).
 	LeaseEndsAt *time.Time `json:"lease_ends_at,omitempty"`
 	Fingerprint string     `json:"fingerprint,omitempty"` // hex
 	CreatedAt   *time.Time `json:"created_at,omitempty"`
@@ -108,8 +110,14 @@ func newKeyReport(key, redisKey string, e store.Entry, now time.Time) keyReport 
 		KeyBase64: base64IfNotUTF8(key), RedisKeyBase64: base64IfNotUTF8(redisKey), Consumer: asConsumer(key)}
 	switch e.State {
 	case store.Held:
-		left, ends := e.LeaseLeft.Milliseconds(), now.Add(e.LeaseLeft).UTC()
-		r.Owner, r.Fence, r.LeaseLeftMs, r.LeaseEndsAt = e.Token.Owner, e.Token.Fence, &left, &ends
+		left := e.LeaseLeft.Milliseconds()
+		r.Owner, r.Fence, r.LeaseLeftMs = e.Token.Owner, e.Token.Fence, &left
+		if e.LeaseLeft > 0 {
+			// Under a millisecond left is not an ended lease.
+			left = max(left, 1)
+			ends := now.Add(e.LeaseLeft).UTC()
+			r.LeaseEndsAt = &ends
+		} // else: the store says it ended, not when
 		r.Fingerprint = hex.EncodeToString(e.Fingerprint)
 	case store.Done:
 		rec := e.Record
@@ -233,12 +241,11 @@ func printKey(out *printer, r keyReport) {
 	out.field("owner", "%s", r.Owner)
 	out.field("fence", "%d", r.Fence)
 	if r.LeaseLeftMs != nil {
-		left := time.Duration(*r.LeaseLeftMs) * time.Millisecond
-		note := ""
-		if left == 0 {
-			note = ": the next claim takes the key over"
+		if r.LeaseEndsAt == nil {
+			out.field("lease left", "0s (ended): the next claim takes the key over")
+		} else {
+			out.field("lease left", "%v (ends %s)", time.Duration(*r.LeaseLeftMs)*time.Millisecond, stamp(*r.LeaseEndsAt))
 		}
-		out.field("lease left", "%v (ends %s)%s", left, stamp(*r.LeaseEndsAt), note)
 	}
 	if r.CreatedAt != nil {
 		out.field("created", "%s", stamp(*r.CreatedAt))

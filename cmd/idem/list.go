@@ -174,7 +174,7 @@ func listDetail(r keyReport) string {
 	}
 	switch {
 	case r.LeaseLeftMs != nil && *r.LeaseLeftMs == 0:
-		return fmt.Sprintf("  owner %s, lease ended %s", r.Owner, stamp(*r.LeaseEndsAt))
+		return fmt.Sprintf("  owner %s, lease ended", r.Owner)
 	case r.LeaseLeftMs != nil:
 		return fmt.Sprintf("  owner %s, lease left %v", r.Owner, time.Duration(*r.LeaseLeftMs)*time.Millisecond)
 	case r.State == "failed":
