@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -63,6 +64,9 @@ func newClient(cfg *config) (redis.UniversalClient, string, error) {
 			opts = &redis.ClusterOptions{}
 			for _, a := range strings.Split(cfg.cluster, ",") {
 				if a = strings.TrimSpace(a); a != "" {
+					if err := checkHostPort("-cluster", a); err != nil {
+						return nil, "", err
+					}
 					opts.Addrs = append(opts.Addrs, a)
 				}
 			}
@@ -82,14 +86,27 @@ func newClient(cfg *config) (redis.UniversalClient, string, error) {
 		}
 	} else {
 		addr := strings.TrimSpace(cfg.redisURL)
-		if i := strings.LastIndexByte(addr, ':'); i <= 0 || i == len(addr)-1 {
-			return nil, "", usagef("-redis %q: want host:port or a redis:// URL", cfg.redisURL)
+		if err := checkHostPort("-redis", addr); err != nil {
+			return nil, "", err
 		}
 		opts = &redis.Options{Addr: addr}
 	}
 	opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout = cfg.timeout, cfg.timeout, cfg.timeout
 	opts.DialerRetries = 1
 	return redis.NewClient(opts), opts.Addr, nil
+}
+
+// checkHostPort refuses an address of -redis or -cluster that is not
+// host:port ([host]:port for IPv6). One with a user or password, which
+// goes in a URL, is not echoed.
+func checkHostPort(flag, addr string) error {
+	if strings.Contains(addr, "@") {
+		return usagef("%s: a user or password goes in a URL (redis://user:password@host:port), not in host:port", flag)
+	}
+	if host, port, err := net.SplitHostPort(addr); err != nil || host == "" || port == "" {
+		return usagef("%s %q: want host:port or a redis:// URL ([host]:port for IPv6)", flag, addr)
+	}
+	return nil
 }
 
 // badURL is the usage error of a URL flag that does not parse. It names

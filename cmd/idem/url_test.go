@@ -23,3 +23,30 @@ func TestBadURLHidesPassword(t *testing.T) {
 		}
 	}
 }
+
+// A password given in a host:port flag (user:password@host:port, without a
+// scheme) is not a host:port: the command refuses it without echoing it,
+// rather than dialing it and naming it in the error.
+func TestHostPortWithPassword(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{
+		{"-redis", "admin:s3cret@127.0.0.1:1"},
+		{"-cluster", "admin:s3cret@127.0.0.1:1,127.0.0.1:2"},
+	} {
+		r := idem(t, append(args, "-timeout", "1s", "stats")...)
+		if strings.Contains(r.err+r.out, "s3cret") {
+			t.Errorf("%q: exit %d, the error shows the password: %s", args, r.code, r.err)
+		}
+		r.want(t, exitUsage)
+	}
+}
+
+// An IPv6 address is [host]:port; without its brackets it is refused.
+func TestHostPortIPv6(t *testing.T) {
+	t.Parallel()
+	r := idem(t, "-redis", "[::1]:1", "-timeout", "1s", "stats").want(t, exitFailed)
+	if !strings.Contains(r.err, "cannot reach Redis at [::1]:1") {
+		t.Errorf("-redis [::1]:1: %s", r.err)
+	}
+	idem(t, "-redis", "::1", "stats").want(t, exitUsage)
+}
