@@ -50,3 +50,16 @@ func TestHostPortIPv6(t *testing.T) {
 	}
 	idem(t, "-redis", "::1", "stats").want(t, exitUsage)
 }
+
+// An empty -postgres or -cluster (an unset variable: -postgres "$DSN") is
+// a usage error, not the default Redis at 127.0.0.1:6379 reached instead
+// of the store the operator named.
+func TestEmptyStoreFlag(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{{"-postgres", ""}, {"-cluster", ""}, {"-cluster", " , "}, {"-redis", ""}} {
+		r := idem(t, append(args, "-timeout", "1s", "stats")...)
+		if r.code != exitUsage || strings.Contains(r.err, "127.0.0.1:6379") {
+			t.Errorf("%q: exit %d, want %d: %s", args, r.code, exitUsage, r.err)
+		}
+	}
+}
