@@ -42,9 +42,15 @@ type storeError struct {
 
 func (e *storeError) Error() string {
 	if e.connecting {
-		return fmt.Sprintf("cannot reach %s at %s: %v", e.kind, e.addr, e.err)
+		return fmt.Sprintf("cannot reach %s at %s: %s", e.kind, e.addr, unprefixed(e.err))
 	}
-	return fmt.Sprintf("%s at %s: %v", e.kind, e.addr, e.err)
+	return fmt.Sprintf("%s at %s: %s", e.kind, e.addr, unprefixed(e.err))
+}
+
+// unprefixed is err's text without the module's "idem: ", which the
+// command's own prefix already says.
+func unprefixed(err error) string {
+	return strings.TrimPrefix(err.Error(), "idem: ")
 }
 
 func (e *storeError) Unwrap() error { return e.err }

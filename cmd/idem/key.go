@@ -74,7 +74,7 @@ func (c *conn) resolve(cfg *config, arg string) (string, error) {
 		key = store.BuildKey(arg, store.Scope{Namespace: cfg.namespace, Version: cfg.version})
 	}
 	if err := store.ValidateKey(key); err != nil {
-		return "", usagef("%v", err)
+		return "", usagef("%s", unprefixed(err))
 	}
 	return key, nil
 }

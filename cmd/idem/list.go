@@ -102,6 +102,10 @@ func cmdList(ctx context.Context, c *conn, cfg *config, out *printer) error {
 	cursor, skipping := lc.Scan, lc.Last != ""
 	for {
 		keys, next, err := c.store.Scan(ctx, rep.Prefix, cursor, cfg.page)
+		if skipping && errors.Is(err, store.ErrInvalidArgument) {
+			// -after decoded, but its scan cursor is not this store's.
+			return usagef("-after %q is not a cursor printed by list on this store", cfg.after)
+		}
 		if err != nil {
 			return c.failed(err)
 		}
