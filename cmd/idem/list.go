@@ -142,6 +142,13 @@ func cmdList(ctx context.Context, c *conn, cfg *config, out *printer) error {
 				// (read already) one that would be listed, or more pages.
 				if next != "" || slices.ContainsFunc(res[i+1:], cfg.lists) {
 					rep.Next = listCursor{Scan: cursor, Last: f.key}.String()
+				} else {
+					// No page will count the rest of this one.
+					for _, g := range res[i+1:] {
+						if g.corrupt != nil {
+							rep.NotIdem++
+						}
+					}
 				}
 				break
 			}

@@ -94,3 +94,18 @@ func TestListLastPageExactlyFull(t *testing.T) {
 		})
 	}
 }
+
+// A last page that is full before the scope's last keys, which are not
+// idem records, counts those: no next page will.
+func TestListLastPageCountsNotIdem(t *testing.T) {
+	sc := postgresCase(t) // keys in order: the foreign one comes last
+	for i := range 3 {
+		storeDone(t, sc, fmt.Sprint("k-", i), time.Hour)
+	}
+	sc.foreign(t, "k-9")
+	var page listReport
+	sc.idem(t, "-json", "list", "-limit", "3").want(t, exitOK).decode(t, &page)
+	if len(page.Keys) != 3 || page.Next != "" || page.NotIdem != 1 {
+		t.Errorf("list -limit 3: %d keys, next %q, not_idem %d; want 3, none, 1", len(page.Keys), page.Next, page.NotIdem)
+	}
+}
