@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -227,12 +229,12 @@ func cmdState(ctx context.Context, c *conn, cfg *config, out *printer) error {
 }
 
 func printKey(out *printer, r keyReport) {
-	out.field("key", "%s", r.Key)
+	out.field("key", "%s", shown(r.Key))
 	if r.RedisKey != "" {
-		out.field("redis key", "%s", r.RedisKey)
+		out.field("redis key", "%s", shown(r.RedisKey))
 	}
 	if r.Consumer != nil {
-		out.field("consumer", "%s", consumerText(r.Consumer))
+		out.field("consumer", "%s", shown(consumerText(r.Consumer)))
 	}
 	out.field("state", "%s", r.State)
 	if r.State == "absent" {
@@ -289,7 +291,7 @@ func cmdForget(ctx context.Context, c *conn, cfg *config, out *printer) error {
 		if out.json {
 			out.encode(r)
 		} else {
-			out.printf("would forget %s (%s); pass no -dry-run to forget it\n", r.Key, r.State)
+			out.printf("would forget %s (%s); pass no -dry-run to forget it\n", shown(r.Key), r.State)
 		}
 		return nil
 	}
@@ -304,7 +306,7 @@ func cmdForget(ctx context.Context, c *conn, cfg *config, out *printer) error {
 	if out.json {
 		out.encode(r)
 	} else {
-		out.printf("forgot %s (%s)\n", r.Key, r.State)
+		out.printf("forgot %s (%s)\n", shown(r.Key), r.State)
 	}
 	return nil
 }
@@ -315,6 +317,16 @@ func base64IfNotUTF8(s string) string {
 		return ""
 	}
 	return base64.StdEncoding.EncodeToString([]byte(s))
+}
+
+// shown is a key (or other text from outside) as a human report writes
+// it: as it is when it is printable on one line, else Go-quoted, so that
+// no escape sequence or newline of it reaches the terminal.
+func shown(s string) string {
+	if utf8.ValidString(s) && !strings.ContainsFunc(s, func(r rune) bool { return !unicode.IsPrint(r) }) {
+		return s
+	}
+	return strconv.Quote(s)
 }
 
 // printable reports whether v is UTF-8 text without control characters

@@ -163,7 +163,7 @@ func cmdList(ctx context.Context, c *conn, cfg *config, out *printer) error {
 		return nil
 	}
 	for _, r := range rep.Keys {
-		out.printf("%-13s %s%s\n", r.State, r.Key, listDetail(r))
+		out.printf("%-13s %s%s\n", r.State, shown(r.Key), listDetail(r))
 	}
 	if len(rep.Keys) == 0 {
 		out.notef("no keys of state %s in %s", rep.State, scopeText(rep.Prefix))
@@ -180,7 +180,7 @@ func cmdList(ctx context.Context, c *conn, cfg *config, out *printer) error {
 // listDetail is the rest of a human list line.
 func listDetail(r keyReport) string {
 	if r.Consumer != nil {
-		return "  (" + consumerText(r.Consumer) + ")" + listDetail(keyReport{State: r.State, Owner: r.Owner,
+		return "  (" + shown(consumerText(r.Consumer)) + ")" + listDetail(keyReport{State: r.State, Owner: r.Owner,
 			LeaseLeftMs: r.LeaseLeftMs, LeaseEndsAt: r.LeaseEndsAt, TTLLeftMs: r.TTLLeftMs, ValueBytes: r.ValueBytes, Error: r.Error})
 	}
 	switch {
