@@ -131,7 +131,7 @@ func printClear(out *printer, rep clearReport) {
 			out.printf("skipped %s: claimed again during the clear\n", shown(s.Key))
 			continue
 		}
-		out.printf("skipped %s: in progress (owner %s, lease left %v)\n", shown(s.Key), s.Owner, time.Duration(s.LeaseLeftMs)*time.Millisecond)
+		out.printf("skipped %s: in progress (owner %s, lease left %v)\n", shown(s.Key), shown(s.Owner), time.Duration(s.LeaseLeftMs)*time.Millisecond)
 	}
 	for _, n := range rep.NotIdem {
 		out.printf("left %s: %s is not an idem record: %s\n", shown(n.Key), recordText(shown(n.RedisKey)), n.Reason)

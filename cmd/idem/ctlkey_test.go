@@ -31,3 +31,17 @@ func TestKeyWithControlCharacters(t *testing.T) {
 		}
 	}
 }
+
+// A stored error's message and an owner are from outside too.
+func TestErrorWithControlCharacters(t *testing.T) {
+	t.Parallel()
+	f := single(t)
+	f.done("declined", store.Record{Failed: true, Error: "card \x1b[2Jdeclined\nfake line"}, time.Hour)
+	f.claim("held", "owner-\x1b[0m", time.Minute, nil)
+	for _, args := range [][]string{{"get", "declined"}, {"state", "declined"}, {"list"}, {"state", "held"}} {
+		r := f.idem(args...).want(t, map[string]int{"get": exitOK}[args[0]])
+		if strings.ContainsAny(r.out, "\x1b") || strings.Contains(r.out, "\nfake line") {
+			t.Errorf("%q writes a stored text as it is:\n%q", args, r.out)
+		}
+	}
+}

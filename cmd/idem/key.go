@@ -163,7 +163,7 @@ func redisKeyNote(name string) string {
 
 func inProgress(r keyReport, what string) error {
 	return &exitError{exitInProgress, fmt.Sprintf("key %s is in progress (owner %s, lease left %v): %s",
-		keytext.Quote(r.Key), r.Owner, time.Duration(*r.LeaseLeftMs)*time.Millisecond, what)}
+		keytext.Quote(r.Key), shown(r.Owner), time.Duration(*r.LeaseLeftMs)*time.Millisecond, what)}
 }
 
 // cmdGet prints the stored result of a key: its value, or its permanent
@@ -196,12 +196,12 @@ func cmdGet(ctx context.Context, c *conn, cfg *config, out *printer) error {
 		return inProgress(r, "no result yet")
 	case out.json:
 	case r.State == "failed":
-		out.printf("permanent error: %s\n", r.Error)
+		out.printf("permanent error: %s\n", shown(r.Error))
 		if r.ErrorCode != "" {
-			out.printf("error code: %s\n", r.ErrorCode)
+			out.printf("error code: %s\n", shown(r.ErrorCode))
 		}
 		if r.ErrorDetail != "" {
-			out.printf("error detail: %s\n", r.ErrorDetail)
+			out.printf("error detail: %s\n", shown(r.ErrorDetail))
 		}
 	case r.HTTP != nil:
 		printHTTP(out, r.HTTP)
@@ -240,7 +240,7 @@ func printKey(out *printer, r keyReport) {
 	if r.State == "absent" {
 		return
 	}
-	out.field("owner", "%s", r.Owner)
+	out.field("owner", "%s", shown(r.Owner))
 	out.field("fence", "%d", r.Fence)
 	if r.LeaseLeftMs != nil {
 		if r.LeaseEndsAt == nil {
@@ -257,12 +257,12 @@ func printKey(out *printer, r keyReport) {
 		out.field("value", "%s", bytesText(*r.ValueBytes))
 	}
 	if r.State == "failed" {
-		out.field("error", "%s", r.Error)
+		out.field("error", "%s", shown(r.Error))
 		if r.ErrorCode != "" {
-			out.field("error code", "%s", r.ErrorCode)
+			out.field("error code", "%s", shown(r.ErrorCode))
 		}
 		if r.ErrorDetail != "" {
-			out.field("error detail", "%s", r.ErrorDetail)
+			out.field("error detail", "%s", shown(r.ErrorDetail))
 		}
 	}
 	fp := r.Fingerprint

@@ -185,11 +185,11 @@ func listDetail(r keyReport) string {
 	}
 	switch {
 	case r.LeaseLeftMs != nil && *r.LeaseLeftMs == 0:
-		return fmt.Sprintf("  owner %s, lease ended", r.Owner)
+		return fmt.Sprintf("  owner %s, lease ended", shown(r.Owner))
 	case r.LeaseLeftMs != nil:
-		return fmt.Sprintf("  owner %s, lease left %v", r.Owner, time.Duration(*r.LeaseLeftMs)*time.Millisecond)
+		return fmt.Sprintf("  owner %s, lease left %v", shown(r.Owner), time.Duration(*r.LeaseLeftMs)*time.Millisecond)
 	case r.State == "failed":
-		return fmt.Sprintf("  expires in %v, error: %s", roundDuration(time.Duration(*r.TTLLeftMs)*time.Millisecond), r.Error)
+		return fmt.Sprintf("  expires in %v, error: %s", roundDuration(time.Duration(*r.TTLLeftMs)*time.Millisecond), shown(r.Error))
 	case r.ValueBytes != nil:
 		return fmt.Sprintf("  expires in %v, %s", roundDuration(time.Duration(*r.TTLLeftMs)*time.Millisecond), bytesText(*r.ValueBytes))
 	}
