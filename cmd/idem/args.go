@@ -188,6 +188,10 @@ func (cfg *config) check(set map[string]bool) error {
 		return usagef("%s takes one KEY, got %d arguments", cfg.cmd, len(cfg.args))
 	case !keyCmd && len(cfg.args) != 0:
 		return usagef("%s takes no arguments, got %q", cfg.cmd, cfg.args)
+	case set["postgres"] && strings.TrimSpace(cfg.postgres) == "", set["cluster"] && strings.TrimSpace(cfg.cluster) == "",
+		set["redis"] && strings.TrimSpace(cfg.redisURL) == "":
+		// An unset variable (-postgres "$DSN"): not the default Redis.
+		return usagef("-redis, -cluster or -postgres is empty: name the store")
 	case set["redis"] && set["cluster"]:
 		return usagef("-redis and -cluster are both set; give one")
 	case set["postgres"] && (set["redis"] || set["cluster"] || set["store-prefix"]):

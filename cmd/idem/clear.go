@@ -121,20 +121,20 @@ func printClear(out *printer, rep clearReport) {
 		verb = "would delete"
 	}
 	for _, k := range rep.Keys {
-		out.printf("%s %s\n", verb, k)
+		out.printf("%s %s\n", verb, shown(k))
 	}
 	for _, k := range rep.KeysBase64 {
 		out.printf("%s %s (base64: the key is not UTF-8)\n", verb, k)
 	}
 	for _, s := range rep.Skipped {
 		if s.LeaseLeftMs < 0 {
-			out.printf("skipped %s: claimed again during the clear\n", s.Key)
+			out.printf("skipped %s: claimed again during the clear\n", shown(s.Key))
 			continue
 		}
-		out.printf("skipped %s: in progress (owner %s, lease left %v)\n", s.Key, s.Owner, time.Duration(s.LeaseLeftMs)*time.Millisecond)
+		out.printf("skipped %s: in progress (owner %s, lease left %v)\n", shown(s.Key), shown(s.Owner), time.Duration(s.LeaseLeftMs)*time.Millisecond)
 	}
 	for _, n := range rep.NotIdem {
-		out.printf("left %s: %s is not an idem record: %s\n", n.Key, recordText(n.RedisKey), n.Reason)
+		out.printf("left %s: %s is not an idem record: %s\n", shown(n.Key), recordText(shown(n.RedisKey)), n.Reason)
 	}
 	scope := fmt.Sprintf("keys starting with %q", rep.Prefix)
 	if rep.Prefix == "" {

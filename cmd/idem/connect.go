@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -41,9 +42,15 @@ type storeError struct {
 
 func (e *storeError) Error() string {
 	if e.connecting {
-		return fmt.Sprintf("cannot reach %s at %s: %v", e.kind, e.addr, e.err)
+		return fmt.Sprintf("cannot reach %s at %s: %s", e.kind, e.addr, unprefixed(e.err))
 	}
-	return fmt.Sprintf("%s at %s: %v", e.kind, e.addr, e.err)
+	return fmt.Sprintf("%s at %s: %s", e.kind, e.addr, unprefixed(e.err))
+}
+
+// unprefixed is err's text without the module's "idem: ", which the
+// command's own prefix already says.
+func unprefixed(err error) string {
+	return strings.TrimPrefix(err.Error(), "idem: ")
 }
 
 func (e *storeError) Unwrap() error { return e.err }
@@ -57,12 +64,15 @@ func newClient(cfg *config) (redis.UniversalClient, string, error) {
 		if strings.Contains(cfg.cluster, "://") {
 			var err error
 			if opts, err = redis.ParseClusterURL(cfg.cluster); err != nil {
-				return nil, "", usagef("-cluster %q: %v", cfg.cluster, err)
+				return nil, "", badURL("-cluster", cfg.cluster, err)
 			}
 		} else {
 			opts = &redis.ClusterOptions{}
 			for _, a := range strings.Split(cfg.cluster, ",") {
 				if a = strings.TrimSpace(a); a != "" {
+					if err := checkHostPort("-cluster", a); err != nil {
+						return nil, "", err
+					}
 					opts.Addrs = append(opts.Addrs, a)
 				}
 			}
@@ -78,18 +88,61 @@ func newClient(cfg *config) (redis.UniversalClient, string, error) {
 	if strings.Contains(cfg.redisURL, "://") {
 		var err error
 		if opts, err = redis.ParseURL(cfg.redisURL); err != nil {
-			return nil, "", usagef("-redis %q: %v", cfg.redisURL, err)
+			return nil, "", badURL("-redis", cfg.redisURL, err)
 		}
 	} else {
 		addr := strings.TrimSpace(cfg.redisURL)
-		if i := strings.LastIndexByte(addr, ':'); i <= 0 || i == len(addr)-1 {
-			return nil, "", usagef("-redis %q: want host:port or a redis:// URL", cfg.redisURL)
+		if err := checkHostPort("-redis", addr); err != nil {
+			return nil, "", err
 		}
 		opts = &redis.Options{Addr: addr}
 	}
 	opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout = cfg.timeout, cfg.timeout, cfg.timeout
 	opts.DialerRetries = 1
 	return redis.NewClient(opts), opts.Addr, nil
+}
+
+// checkHostPort refuses an address of -redis or -cluster that is not
+// host:port ([host]:port for IPv6). One with a user or password, which
+// goes in a URL, is not echoed.
+func checkHostPort(flag, addr string) error {
+	if strings.Contains(addr, "@") {
+		return usagef("%s: a user or password goes in a URL (redis://user:password@host:port), not in host:port", flag)
+	}
+	if host, port, err := net.SplitHostPort(addr); err != nil || host == "" || port == "" {
+		return usagef("%s %q: want host:port or a redis:// URL ([host]:port for IPv6)", flag, addr)
+	}
+	return nil
+}
+
+// badURL is the usage error of a URL flag that does not parse. It names
+// the URL, and the error (which may quote it) with its password hidden.
+func badURL(flag, raw string, err error) error {
+	shown := hidePassword(raw)
+	return usagef("%s %q: %s", flag, shown, strings.ReplaceAll(err.Error(), raw, shown))
+}
+
+// hidePassword returns a URL with the password of its user info, if any,
+// replaced by "xxxxx".
+func hidePassword(raw string) string {
+	i := strings.Index(raw, "://")
+	if i < 0 {
+		return raw
+	}
+	start := i + len("://")
+	auth := raw[start:]
+	if end := strings.IndexAny(auth, "/?#"); end >= 0 {
+		auth = auth[:end]
+	}
+	at := strings.LastIndexByte(auth, '@')
+	if at < 0 {
+		return raw
+	}
+	colon := strings.IndexByte(auth[:at], ':')
+	if colon < 0 {
+		return raw
+	}
+	return raw[:start+colon+1] + "xxxxx" + raw[start+at:]
 }
 
 // connect reaches the store (within -timeout) and opens it.

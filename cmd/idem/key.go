@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -24,10 +26,12 @@ type keyReport struct {
 	KeyBase64      string `json:"key_base64,omitempty"`
 	RedisKeyBase64 string `json:"redis_key_base64,omitempty"`
 	// State is absent, in-progress, completed or failed.
-	State       string     `json:"state"`
-	Owner       string     `json:"owner,omitempty"`
-	Fence       uint64     `json:"fence,omitempty"`
-	LeaseLeftMs *int64     `json:"lease_left_ms,omitempty"`
+	State       string `json:"state"`
+	Owner       string `json:"owner,omitempty"`
+	Fence       uint64 `json:"fence,omitempty"`
+	LeaseLeftMs *int64 `json:"lease_left_ms,omitempty"`
+	// LeaseEndsAt is when a lease that has not ended ends; nil once it
+	// has (the store does not say when it did).
 	LeaseEndsAt *time.Time `json:"lease_ends_at,omitempty"`
 	Fingerprint string     `json:"fingerprint,omitempty"` // hex
 	CreatedAt   *time.Time `json:"created_at,omitempty"`
@@ -72,7 +76,7 @@ func (c *conn) resolve(cfg *config, arg string) (string, error) {
 		key = store.BuildKey(arg, store.Scope{Namespace: cfg.namespace, Version: cfg.version})
 	}
 	if err := store.ValidateKey(key); err != nil {
-		return "", usagef("%v", err)
+		return "", usagef("%s", unprefixed(err))
 	}
 	return key, nil
 }
@@ -108,8 +112,14 @@ func newKeyReport(key, redisKey string, e store.Entry, now time.Time) keyReport 
 		KeyBase64: base64IfNotUTF8(key), RedisKeyBase64: base64IfNotUTF8(redisKey), Consumer: asConsumer(key)}
 	switch e.State {
 	case store.Held:
-		left, ends := e.LeaseLeft.Milliseconds(), now.Add(e.LeaseLeft).UTC()
-		r.Owner, r.Fence, r.LeaseLeftMs, r.LeaseEndsAt = e.Token.Owner, e.Token.Fence, &left, &ends
+		left := e.LeaseLeft.Milliseconds()
+		r.Owner, r.Fence, r.LeaseLeftMs = e.Token.Owner, e.Token.Fence, &left
+		if e.LeaseLeft > 0 {
+			// Under a millisecond left is not an ended lease.
+			left = max(left, 1)
+			ends := now.Add(e.LeaseLeft).UTC()
+			r.LeaseEndsAt = &ends
+		} // else: the store says it ended, not when
 		r.Fingerprint = hex.EncodeToString(e.Fingerprint)
 	case store.Done:
 		rec := e.Record
@@ -153,7 +163,7 @@ func redisKeyNote(name string) string {
 
 func inProgress(r keyReport, what string) error {
 	return &exitError{exitInProgress, fmt.Sprintf("key %s is in progress (owner %s, lease left %v): %s",
-		keytext.Quote(r.Key), r.Owner, time.Duration(*r.LeaseLeftMs)*time.Millisecond, what)}
+		keytext.Quote(r.Key), shown(r.Owner), time.Duration(*r.LeaseLeftMs)*time.Millisecond, what)}
 }
 
 // cmdGet prints the stored result of a key: its value, or its permanent
@@ -186,12 +196,12 @@ func cmdGet(ctx context.Context, c *conn, cfg *config, out *printer) error {
 		return inProgress(r, "no result yet")
 	case out.json:
 	case r.State == "failed":
-		out.printf("permanent error: %s\n", r.Error)
+		out.printf("permanent error: %s\n", shown(r.Error))
 		if r.ErrorCode != "" {
-			out.printf("error code: %s\n", r.ErrorCode)
+			out.printf("error code: %s\n", shown(r.ErrorCode))
 		}
 		if r.ErrorDetail != "" {
-			out.printf("error detail: %s\n", r.ErrorDetail)
+			out.printf("error detail: %s\n", shown(r.ErrorDetail))
 		}
 	case r.HTTP != nil:
 		printHTTP(out, r.HTTP)
@@ -219,26 +229,25 @@ func cmdState(ctx context.Context, c *conn, cfg *config, out *printer) error {
 }
 
 func printKey(out *printer, r keyReport) {
-	out.field("key", "%s", r.Key)
+	out.field("key", "%s", shown(r.Key))
 	if r.RedisKey != "" {
-		out.field("redis key", "%s", r.RedisKey)
+		out.field("redis key", "%s", shown(r.RedisKey))
 	}
 	if r.Consumer != nil {
-		out.field("consumer", "%s", consumerText(r.Consumer))
+		out.field("consumer", "%s", shown(consumerText(r.Consumer)))
 	}
 	out.field("state", "%s", r.State)
 	if r.State == "absent" {
 		return
 	}
-	out.field("owner", "%s", r.Owner)
+	out.field("owner", "%s", shown(r.Owner))
 	out.field("fence", "%d", r.Fence)
 	if r.LeaseLeftMs != nil {
-		left := time.Duration(*r.LeaseLeftMs) * time.Millisecond
-		note := ""
-		if left == 0 {
-			note = ": the next claim takes the key over"
+		if r.LeaseEndsAt == nil {
+			out.field("lease left", "0s (ended): the next claim takes the key over")
+		} else {
+			out.field("lease left", "%v (ends %s)", time.Duration(*r.LeaseLeftMs)*time.Millisecond, stamp(*r.LeaseEndsAt))
 		}
-		out.field("lease left", "%v (ends %s)%s", left, stamp(*r.LeaseEndsAt), note)
 	}
 	if r.CreatedAt != nil {
 		out.field("created", "%s", stamp(*r.CreatedAt))
@@ -248,12 +257,12 @@ func printKey(out *printer, r keyReport) {
 		out.field("value", "%s", bytesText(*r.ValueBytes))
 	}
 	if r.State == "failed" {
-		out.field("error", "%s", r.Error)
+		out.field("error", "%s", shown(r.Error))
 		if r.ErrorCode != "" {
-			out.field("error code", "%s", r.ErrorCode)
+			out.field("error code", "%s", shown(r.ErrorCode))
 		}
 		if r.ErrorDetail != "" {
-			out.field("error detail", "%s", r.ErrorDetail)
+			out.field("error detail", "%s", shown(r.ErrorDetail))
 		}
 	}
 	fp := r.Fingerprint
@@ -282,7 +291,7 @@ func cmdForget(ctx context.Context, c *conn, cfg *config, out *printer) error {
 		if out.json {
 			out.encode(r)
 		} else {
-			out.printf("would forget %s (%s); pass no -dry-run to forget it\n", r.Key, r.State)
+			out.printf("would forget %s (%s); pass no -dry-run to forget it\n", shown(r.Key), r.State)
 		}
 		return nil
 	}
@@ -297,7 +306,7 @@ func cmdForget(ctx context.Context, c *conn, cfg *config, out *printer) error {
 	if out.json {
 		out.encode(r)
 	} else {
-		out.printf("forgot %s (%s)\n", r.Key, r.State)
+		out.printf("forgot %s (%s)\n", shown(r.Key), r.State)
 	}
 	return nil
 }
@@ -308,6 +317,16 @@ func base64IfNotUTF8(s string) string {
 		return ""
 	}
 	return base64.StdEncoding.EncodeToString([]byte(s))
+}
+
+// shown is a key (or other text from outside) as a human report writes
+// it: as it is when it is printable on one line, else Go-quoted, so that
+// no escape sequence or newline of it reaches the terminal.
+func shown(s string) string {
+	if utf8.ValidString(s) && !strings.ContainsFunc(s, func(r rune) bool { return !unicode.IsPrint(r) }) {
+		return s
+	}
+	return strconv.Quote(s)
 }
 
 // printable reports whether v is UTF-8 text without control characters

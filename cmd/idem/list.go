@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/idemrt/idem/store"
@@ -32,28 +33,36 @@ type listReport struct {
 // scan page that held its last key, and that key (the page resumes after
 // it, reading that scan page again).
 type listCursor struct {
+	Scan string
+	Last string
+}
+
+// cursorJSON is a listCursor as -after holds it. The key goes as bytes (in
+// base64): a JSON string would replace the bytes of a key that is not
+// UTF-8, and the next page would never find it.
+type cursorJSON struct {
 	Scan string `json:"c"`
-	Last string `json:"k"`
+	Last []byte `json:"b"`
 }
 
 func (lc listCursor) String() string {
-	b, _ := json.Marshal(lc)
+	b, _ := json.Marshal(cursorJSON{Scan: lc.Scan, Last: []byte(lc.Last)})
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
 func parseListCursor(s string) (listCursor, error) {
-	var lc listCursor
+	var cj cursorJSON
 	if s == "" {
-		return lc, nil
+		return listCursor{}, nil
 	}
 	b, err := base64.RawURLEncoding.DecodeString(s)
 	if err == nil {
-		err = json.Unmarshal(b, &lc)
+		err = json.Unmarshal(b, &cj)
 	}
-	if err != nil || lc.Last == "" {
-		return lc, usagef("-after %q is not a cursor printed by list", s)
+	if err != nil || len(cj.Last) == 0 {
+		return listCursor{}, usagef("-after %q is not a cursor printed by list", s)
 	}
-	return lc, nil
+	return listCursor{Scan: cj.Scan, Last: string(cj.Last)}, nil
 }
 
 func badCursor(s string) bool {
@@ -68,6 +77,12 @@ func listState(e store.Entry) string {
 		return "expired-lease"
 	}
 	return stateName(e)
+}
+
+// lists reports whether list shows a key it found: an idem record, not
+// absent, of the -state asked for.
+func (cfg *config) lists(f found) bool {
+	return f.corrupt == nil && f.entry.State != store.Absent && (cfg.state == "all" || cfg.state == listState(f.entry))
 }
 
 // errPageFull stops a walk once a page of list is full.
@@ -87,6 +102,10 @@ func cmdList(ctx context.Context, c *conn, cfg *config, out *printer) error {
 	cursor, skipping := lc.Scan, lc.Last != ""
 	for {
 		keys, next, err := c.store.Scan(ctx, rep.Prefix, cursor, cfg.page)
+		if skipping && errors.Is(err, store.ErrInvalidArgument) {
+			// -after decoded, but its scan cursor is not this store's.
+			return usagef("-after %q is not a cursor printed by list on this store", cfg.after)
+		}
 		if err != nil {
 			return c.failed(err)
 		}
@@ -105,24 +124,36 @@ func cmdList(ctx context.Context, c *conn, cfg *config, out *printer) error {
 		if err != nil {
 			return err
 		}
-		for _, f := range res {
+		full := false
+		for i, f := range res {
 			if f.corrupt != nil {
 				rep.NotIdem++
 				continue
 			}
-			st := listState(f.entry)
-			if f.entry.State == store.Absent || (cfg.state != "all" && cfg.state != st) {
+			if !cfg.lists(f) {
 				continue
 			}
 			r := newKeyReport(f.key, c.recordName(f.key), f.entry, now)
-			r.State = st
+			r.State = listState(f.entry)
 			rep.Keys = append(rep.Keys, r)
 			if len(rep.Keys) == cfg.limit {
-				rep.Next = listCursor{Scan: cursor, Last: f.key}.String()
+				full = true
+				// A next page only when keys are left: in this scan page
+				// (read already) one that would be listed, or more pages.
+				if next != "" || slices.ContainsFunc(res[i+1:], cfg.lists) {
+					rep.Next = listCursor{Scan: cursor, Last: f.key}.String()
+				} else {
+					// No page will count the rest of this one.
+					for _, g := range res[i+1:] {
+						if g.corrupt != nil {
+							rep.NotIdem++
+						}
+					}
+				}
 				break
 			}
 		}
-		if rep.Next != "" || next == "" {
+		if full || next == "" {
 			break
 		}
 		cursor = next
@@ -132,7 +163,7 @@ func cmdList(ctx context.Context, c *conn, cfg *config, out *printer) error {
 		return nil
 	}
 	for _, r := range rep.Keys {
-		out.printf("%-13s %s%s\n", r.State, r.Key, listDetail(r))
+		out.printf("%-13s %s%s\n", r.State, shown(r.Key), listDetail(r))
 	}
 	if len(rep.Keys) == 0 {
 		out.notef("no keys of state %s in %s", rep.State, scopeText(rep.Prefix))
@@ -149,16 +180,16 @@ func cmdList(ctx context.Context, c *conn, cfg *config, out *printer) error {
 // listDetail is the rest of a human list line.
 func listDetail(r keyReport) string {
 	if r.Consumer != nil {
-		return "  (" + consumerText(r.Consumer) + ")" + listDetail(keyReport{State: r.State, Owner: r.Owner,
+		return "  (" + shown(consumerText(r.Consumer)) + ")" + listDetail(keyReport{State: r.State, Owner: r.Owner,
 			LeaseLeftMs: r.LeaseLeftMs, LeaseEndsAt: r.LeaseEndsAt, TTLLeftMs: r.TTLLeftMs, ValueBytes: r.ValueBytes, Error: r.Error})
 	}
 	switch {
 	case r.LeaseLeftMs != nil && *r.LeaseLeftMs == 0:
-		return fmt.Sprintf("  owner %s, lease ended %s", r.Owner, stamp(*r.LeaseEndsAt))
+		return fmt.Sprintf("  owner %s, lease ended", shown(r.Owner))
 	case r.LeaseLeftMs != nil:
-		return fmt.Sprintf("  owner %s, lease left %v", r.Owner, time.Duration(*r.LeaseLeftMs)*time.Millisecond)
+		return fmt.Sprintf("  owner %s, lease left %v", shown(r.Owner), time.Duration(*r.LeaseLeftMs)*time.Millisecond)
 	case r.State == "failed":
-		return fmt.Sprintf("  expires in %v, error: %s", roundDuration(time.Duration(*r.TTLLeftMs)*time.Millisecond), r.Error)
+		return fmt.Sprintf("  expires in %v, error: %s", roundDuration(time.Duration(*r.TTLLeftMs)*time.Millisecond), shown(r.Error))
 	case r.ValueBytes != nil:
 		return fmt.Sprintf("  expires in %v, %s", roundDuration(time.Duration(*r.TTLLeftMs)*time.Millisecond), bytesText(*r.ValueBytes))
 	}

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/idemrt/idem/consume"
 	"github.com/idemrt/idem/consume/natsjs"
@@ -61,18 +62,36 @@ func asHTTP(value []byte, full bool) *httpReport {
 		}
 	}
 	rep := &httpReport{Status: resp.Status, Header: h, BodyBytes: len(resp.Body)}
-	body := resp.Body
+	body, text := resp.Body, resp.Body
 	if !full && len(body) > bodyShown {
 		body, rep.BodyCut = body[:bodyShown], true
+		// The cut may fall inside a UTF-8 sequence: the text leaves out
+		// that sequence's head, and only it (a bad byte before it makes
+		// the body binary, as it is uncut).
+		text = trimCutRune(body)
 	}
-	if printable(body) || rep.BodyCut && printable([]byte(strings.ToValidUTF8(string(body), ""))) {
-		s := strings.ToValidUTF8(string(body), "")
+	if printable(text) {
+		s := string(text)
 		rep.Body = &s
 	} else {
 		s := base64.StdEncoding.EncodeToString(body)
 		rep.BodyBase64 = &s
 	}
 	return rep
+}
+
+// trimCutRune returns b without the head of a UTF-8 sequence that a cut
+// left at its end.
+func trimCutRune(b []byte) []byte {
+	for i := len(b) - 1; i >= 0 && i >= len(b)-utf8.UTFMax; i-- {
+		if utf8.RuneStart(b[i]) {
+			if !utf8.FullRune(b[i:]) {
+				return b[:i]
+			}
+			break
+		}
+	}
+	return b
 }
 
 // printHTTP writes a stored response: status, headers sorted, a blank

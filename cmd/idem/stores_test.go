@@ -172,7 +172,7 @@ func TestCommandsOnEachStore(t *testing.T) {
 			}
 		}
 		r = sc.idem(t, append(scoped, "list", "-state", "expired-lease")...).want(t, exitOK)
-		if !strings.HasPrefix(r.out, "expired-lease ff:idemp:tenant-a:v1:crashed  owner worker-9, lease ended ") {
+		if !strings.HasPrefix(r.out, "expired-lease ff:idemp:tenant-a:v1:crashed  owner worker-9, lease ended\n") {
 			t.Errorf("list -state expired-lease: %q", r.out)
 		}
 
