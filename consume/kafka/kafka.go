@@ -115,7 +115,9 @@ type Options struct {
 	// The consumer consumes it too (it is added to Topics), in the first
 	// topic's scope, its attempts counted on from the Idem-Attempt header
 	// (so its backoff goes on growing); a copy whose retries in place are
-	// spent again goes back to the retry topic.
+	// spent again goes back to the retry topic. It must not be the first
+	// of Topics: other groups of that topic would take its copies for
+	// new records.
 	// Default: none: records are retried in place until they succeed,
 	// unless InPlaceAttempts is set.
 	RetryTopic string
@@ -198,6 +200,10 @@ func (o *Options) validate() error {
 		return bad("DeadLetterTopic %q is among Topics", o.DeadLetterTopic)
 	case o.DeadLetterTopic != "" && o.DeadLetterTopic == o.RetryTopic:
 		return bad("DeadLetterTopic and RetryTopic are both %q", o.RetryTopic)
+	case o.RetryTopic != "" && o.RetryTopic == o.Topics[0]:
+		// The copies would go back into the topic itself, where every
+		// other group consuming it would see them as new records.
+		return bad("RetryTopic %q is the first of Topics, the one it retries for: give it a topic of its own", o.RetryTopic)
 	}
 	if slices.Contains(o.Topics, "") {
 		return bad("Topics holds an empty name")

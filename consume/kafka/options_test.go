@@ -39,6 +39,7 @@ func TestNewRefusesBadOptions(t *testing.T) {
 		"attempts, nowhere": func(o *kafka.Options) { o.InPlaceAttempts = 2 },
 		"dead letter topic": func(o *kafka.Options) { o.DeadLetterTopic = "t" },
 		"retry = dead":      func(o *kafka.Options) { o.DeadLetterTopic, o.RetryTopic = "d", "d" },
+		"retry = topic":     func(o *kafka.Options) { o.RetryTopic = "t" },
 	} {
 		o := good
 		mod(&o)

@@ -128,11 +128,13 @@ func run() (map[string]int, error) {
 	// process here; a redisstore or pgstore across processes).
 	st := memstore.New(memstore.Options{})
 	quiet := slog.New(slog.DiscardHandler)
+	var runtimes []*idem.Runtime // closed after the members
 	member := func(name string) (*kafka.Consumer, error) {
 		rt, err := idem.New(idem.Options{Store: st})
 		if err != nil {
 			return nil, err
 		}
+		runtimes = append(runtimes, rt)
 		cc, err := consume.New(consume.Options{Runtime: rt, Logger: quiet})
 		if err != nil {
 			return nil, err
@@ -184,6 +186,11 @@ func run() (map[string]int, error) {
 	wg.Wait()
 	a.Close()
 	b.Close()
+	for _, rt := range runtimes {
+		if err := rt.Close(context.Background()); err != nil {
+			return nil, err
+		}
+	}
 	close(errs)
 	for err := range errs {
 		if err != nil {
