@@ -36,6 +36,10 @@ const (
 	// MaxVisibility is SQS's limit on how long one receive of a message
 	// may keep it invisible, extensions included.
 	MaxVisibility = 12 * time.Hour
+	// MinExtend is the shortest Options.Extend accepted: each extension
+	// is a call to SQS, and a shorter period is almost surely a count of
+	// seconds written without its unit.
+	MinExtend = 100 * time.Millisecond
 	// DefaultMaxVisibility is a minute short of MaxVisibility: room for
 	// the time between SQS's receipt and the adapter's.
 	DefaultMaxVisibility = MaxVisibility - time.Minute
@@ -118,7 +122,7 @@ type Options struct {
 	// VisibilityTimeout is how long a receive hides a message: Run asks
 	// for it in every ReceiveMessage; with Process, give the visibility
 	// timeout your loop receives with (or the queue's). In whole seconds
-	// (rounded up).
+	// (rounded up), 1s at least.
 	// Default: 30s (SQS's default).
 	VisibilityTimeout time.Duration
 
@@ -126,7 +130,7 @@ type Options struct {
 	// a duplicate in flight) gets its visibility timeout set again to
 	// VisibilityTimeout from now (ChangeMessageVisibility), so that SQS
 	// does not hand it to another consumer meanwhile. It must be shorter
-	// than VisibilityTimeout.
+	// than VisibilityTimeout, and MinExtend at least.
 	// Default: VisibilityTimeout / 3.
 	Extend time.Duration
 
@@ -239,6 +243,15 @@ func New(opts Options) (*Adapter, error) {
 	case 0, Delete, Leave:
 	default:
 		return nil, bad("OnPermanent is %v; it must be Delete or Leave", opts.OnPermanent)
+	}
+	// SQS counts these in whole seconds, and each extension is a call to
+	// it: a value set under these floors is almost surely a count meant in
+	// seconds (VisibilityTimeout: 30 is 30ns).
+	if opts.VisibilityTimeout > 0 && opts.VisibilityTimeout < time.Second {
+		return nil, bad("VisibilityTimeout is %v; SQS counts it in whole seconds, 1s at least (a number of seconds needs * time.Second)", opts.VisibilityTimeout)
+	}
+	if opts.Extend > 0 && opts.Extend < MinExtend {
+		return nil, bad("Extend is %v; it must be %v at least (a number of seconds needs * time.Second)", opts.Extend, MinExtend)
 	}
 	if opts.VisibilityTimeout == 0 {
 		opts.VisibilityTimeout = DefaultVisibilityTimeout

@@ -385,6 +385,8 @@ func TestNewRefusesBadOptions(t *testing.T) {
 		"no queue":             func(o *sqs.Options) { o.QueueURL = "" },
 		"no handler":           func(o *sqs.Options) { o.Handler = nil },
 		"negative visibility":  func(o *sqs.Options) { o.VisibilityTimeout = -time.Second },
+		"visibility unitless":  func(o *sqs.Options) { o.VisibilityTimeout = 30 },
+		"extend unitless":      func(o *sqs.Options) { o.Extend = 10 },
 		"extend too long":      func(o *sqs.Options) { o.VisibilityTimeout, o.Extend = 2*time.Second, 2*time.Second },
 		"over 12h":             func(o *sqs.Options) { o.MaxVisibility = 13 * time.Hour },
 		"wait over 20s":        func(o *sqs.Options) { o.WaitTime = 21 * time.Second },
