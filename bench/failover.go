@@ -141,7 +141,7 @@ func runFailover(c *Config, w io.Writer) (rep *failoverReport, err error) {
 		}
 	}
 	onVictim := func(key string) bool {
-		s := clusterSlot(st.RecordKey(key))
+		s := redistest.Slot(st.RecordKey(key))
 		for _, r := range slots {
 			if s >= r[0] && s <= r[1] {
 				return true
@@ -293,27 +293,4 @@ func showSlots(rs [][2]int) string {
 		parts[i] = fmt.Sprintf("%d-%d", r[0], r[1])
 	}
 	return strings.Join(parts, ",")
-}
-
-// clusterSlot is Redis Cluster's slot of a key: CRC16 (XMODEM) of the key,
-// or of its hash tag (the part between the first { and the next }, when
-// not empty), modulo 16384.
-func clusterSlot(key string) int {
-	if i := strings.IndexByte(key, '{'); i >= 0 {
-		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
-			key = key[i+1 : i+1+j]
-		}
-	}
-	var crc uint16
-	for k := 0; k < len(key); k++ {
-		crc ^= uint16(key[k]) << 8
-		for range 8 {
-			if crc&0x8000 != 0 {
-				crc = crc<<1 ^ 0x1021
-			} else {
-				crc <<= 1
-			}
-		}
-	}
-	return int(crc) % 16384
 }

@@ -88,22 +88,6 @@ func TestBadFlags(t *testing.T) {
 	}
 }
 
-// TestClusterSlot checks the failover run's slot function against slots
-// Redis Cluster gives (CLUSTER KEYSLOT), hash tags included.
-func TestClusterSlot(t *testing.T) {
-	for key, want := range map[string]int{
-		"123456789":      12739, // CRC16/XMODEM's check value 0x31C3
-		"foo":            12182,
-		"{user1000}.a":   clusterSlot("user1000"),
-		"{user1000}.b":   clusterSlot("{user1000}.a"),
-		"x{tag}y{other}": clusterSlot("tag"),
-	} {
-		if got := clusterSlot(key); got != want {
-			t.Errorf("clusterSlot(%q) = %d, want %d", key, got, want)
-		}
-	}
-}
-
 func TestDefaults(t *testing.T) {
 	c, err := parseFlags(nil, &bytes.Buffer{})
 	if err != nil {

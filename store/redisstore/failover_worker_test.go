@@ -17,6 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/idemrt/idem"
+	"github.com/idemrt/idem/internal/redistest"
 	"github.com/idemrt/idem/store/redisstore"
 )
 
@@ -81,7 +82,7 @@ func failoverWorker(id string) int {
 		return n.Options().Addr
 	}
 	note := func(kind, key, v string) {
-		line := fmt.Sprintf("%s %s %s %s %d %d\n", kind, key, v, node(key), slotOf(s.RecordKey(key)), time.Now().UnixMilli())
+		line := fmt.Sprintf("%s %s %s %s %d %d\n", kind, key, v, node(key), redistest.Slot(s.RecordKey(key)), time.Now().UnixMilli())
 		mu.Lock()
 		w.WriteString(line)
 		mu.Unlock()
@@ -166,25 +167,3 @@ func errClass(err error) string {
 type quiet struct{}
 
 func (quiet) Printf(context.Context, string, ...any) {}
-
-// slotOf returns the cluster slot of a Redis key: CRC16 (XMODEM) of its
-// hash tag, modulo 16384.
-func slotOf(redisKey string) int {
-	if i := strings.IndexByte(redisKey, '{'); i >= 0 {
-		if j := strings.IndexByte(redisKey[i+1:], '}'); j > 0 {
-			redisKey = redisKey[i+1 : i+1+j]
-		}
-	}
-	var crc uint16
-	for k := 0; k < len(redisKey); k++ {
-		crc ^= uint16(redisKey[k]) << 8
-		for range 8 {
-			if crc&0x8000 != 0 {
-				crc = crc<<1 ^ 0x1021
-			} else {
-				crc <<= 1
-			}
-		}
-	}
-	return int(crc) % 16384
-}
