@@ -7,7 +7,9 @@ import "github.com/idemrt/idem"
 // record stores err (replayed to later calls, as [idem.Permanent] errors
 // are) in the same transaction as the rows the function wrote. Without it,
 // a permanent error rolls the function's work back and is stored alone.
-// KeepWork(nil) is nil.
+// A transaction a failed statement aborted (the function's INSERT met a
+// unique violation, say) has no work to keep: err is stored alone then,
+// and still replayed. KeepWork(nil) is nil.
 func KeepWork(err error) error {
 	if err == nil {
 		return nil

@@ -140,6 +140,13 @@ func (r *run) Complete(tok store.Token, rec store.Record, ttl, hold time.Duratio
 // through a store outage as it keeps any result. A tx that is a savepoint
 // rolls back to it: fn's work goes, the caller's stays.
 func completeIn(ctx context.Context, st *pgstore.Store, tx pgx.Tx, key string, keptErr bool, tok store.Token, rec store.Record, ttl, hold time.Duration) (store.Record, error) {
+	if tx != nil && rec.Failed && aborted(tx) {
+		// A statement of fn's failed (a unique violation it answered
+		// with KeepWork(err), most often): the server would refuse the
+		// completion, and there is no work left to keep. The error is
+		// still the key's result, stored alone.
+		keptErr = false
+	}
 	if tx == nil || rec.Failed && !keptErr {
 		if tx != nil {
 			rollback(ctx, tx)
@@ -201,4 +208,13 @@ func checked(ctx context.Context, st *pgstore.Store, cfg *pgx.ConnConfig, db pgs
 	}
 	sameDB.Store(k, struct{}{})
 	return nil
+}
+
+// aborted reports whether tx is in a failed transaction block: a statement
+// in it failed, and the server refuses every other until it is rolled back
+// (to a savepoint, for one). The connection knows it from the server's
+// last reply; no round trip.
+func aborted(tx pgx.Tx) bool {
+	c := tx.Conn()
+	return c != nil && c.PgConn().TxStatus() == 'E'
 }

@@ -1,0 +1,236 @@
+package pgtx_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/idemrt/idem"
+	"github.com/idemrt/idem/pgtx"
+)
+
+// settings returns the three timeouts CompleteIn sets, as q sees them.
+func settings(t *testing.T, q interface {
+	QueryRow(context.Context, string, ...any) pgx.Row
+}) [3]string {
+	t.Helper()
+	var s [3]string
+	err := q.QueryRow(bg, `SELECT current_setting('idle_in_transaction_session_timeout'),
+		current_setting('statement_timeout'), current_setting('lock_timeout')`).Scan(&s[0], &s[1], &s[2])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// The timeouts the completion sets hold for its transaction only (SET
+// LOCAL): the pool's connection, back in the pool after the commit, has
+// the server's settings again. In a Join, the caller's transaction has
+// them (at most the lease) until it ends.
+func TestTimeoutsEndWithTheTransaction(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, shared)
+	rt := e.runtime(t, idem.Options{})
+	cfg, err := pgxpool.ParseConfig(e.dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxConns = 1 // every call gets the connection the last one used
+	one, err := pgxpool.NewWithConfig(bg, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(one.Close)
+	before := settings(t, one)
+	if _, err := pgtx.Do(bg, rt, one, "k", charge("k", runID()), idem.WithLease(2*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if after := settings(t, one); after != before {
+		t.Fatalf("the pool's connection after pgtx.Do has %v, before %v", after, before)
+	}
+
+	tx, err := one.Begin(bg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := pgtx.Join(bg, rt, tx, "j", charge("j", runID()), idem.WithLease(2*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in := settings(t, tx); in != [3]string{"1s", "1s", "1s"} {
+		t.Errorf("the caller's transaction after Join has %v, want half the lease (1s) each", in)
+	}
+	if _, err := p.Settle(tx.Commit(bg)); err != nil {
+		t.Fatal(err)
+	}
+	if after := settings(t, one); after != before {
+		t.Fatalf("the pool's connection after Join's commit has %v, before %v", after, before)
+	}
+}
+
+// A call with another fingerprint than the key's stored result gets
+// ErrFingerprintMismatch from Do and Join, without running fn or touching
+// the caller's transaction.
+func TestFingerprintMismatch(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, shared)
+	rt := e.runtime(t, idem.Options{})
+	if _, err := pgtx.Do(bg, rt, e.work, "k", charge("k", runID()), idem.WithFingerprint([]byte("a"))); err != nil {
+		t.Fatal(err)
+	}
+	other := idem.WithFingerprint([]byte("b"))
+	ran := func(context.Context, pgx.Tx) (int64, error) {
+		t.Error("fn ran under another fingerprint")
+		return 0, nil
+	}
+	if _, err := pgtx.Do(bg, rt, e.work, "k", ran, other); !errors.Is(err, idem.ErrFingerprintMismatch) {
+		t.Fatalf("Do = %v, want ErrFingerprintMismatch", err)
+	}
+	// Another instance, with nothing cached: the stored record answers.
+	rt2 := e.runtime(t, idem.Options{})
+	tx, err := e.work.Begin(bg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(bg)
+	if _, err := pgtx.Join(bg, rt2, tx, "k", ran, other); !errors.Is(err, idem.ErrFingerprintMismatch) {
+		t.Fatalf("Join = %v, want ErrFingerprintMismatch", err)
+	}
+	if _, err := tx.Exec(bg, `SELECT 1`); err != nil {
+		t.Fatalf("the caller's transaction after the mismatch: %v", err)
+	}
+	if n := e.rows(t, "k"); n != 1 {
+		t.Fatalf("%d rows, want 1", n)
+	}
+}
+
+// ClaimFrom in pgtx after a Forget: a new record, attempt 1, not a
+// takeover, and a fence above the forgotten record's.
+func TestClaimAfterAForget(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, shared)
+	rt := e.runtime(t, idem.Options{})
+	var claims []idem.Claim
+	fn := func(ctx context.Context, tx pgx.Tx) (int64, error) {
+		c, _ := idem.ClaimFrom(ctx)
+		claims = append(claims, c)
+		return charge("k", runID())(ctx, tx)
+	}
+	if _, err := pgtx.Do(bg, rt, e.work, "k", fn); err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.Forget(bg, "k"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pgtx.Do(bg, rt, e.work, "k", fn); err != nil {
+		t.Fatal(err)
+	}
+	if len(claims) != 2 {
+		t.Fatalf("fn ran %d times, want 2", len(claims))
+	}
+	a, b := claims[0], claims[1]
+	if a.Attempt != 1 || b.Attempt != 1 || a.Takeover || b.Takeover || b.Fence <= a.Fence || b.Key != "k" {
+		t.Fatalf("claims %+v then %+v; want attempt 1 each, no takeover, a rising fence", a, b)
+	}
+}
+
+// A caller whose own work goes on past half the lease after Join, busy
+// (never idle for as long), and then commits: Settle reports the commit,
+// read back once the caller's transaction ended.
+func TestJoinCallerCommitsAfterTheWait(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, shared)
+	rt := e.runtime(t, idem.Options{})
+	const lease = time.Second
+	tx, err := e.work.Begin(bg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(bg)
+	p, err := pgtx.Join(bg, rt, tx, "k", charge("k", runID()), idem.WithLease(lease))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 4 {
+		if _, err := tx.Exec(bg, `SELECT pg_sleep(0.2)`); err != nil {
+			t.Fatal(err)
+		}
+	}
+	id, err := p.Settle(tx.Commit(bg))
+	if err != nil || id != p.Value() {
+		t.Fatalf("Settle = %d, %v, want %d", id, err, p.Value())
+	}
+	if n := e.rows(t, "k"); n != 1 {
+		t.Fatalf("%d rows, want 1", n)
+	}
+	if got, err := idem.Do(bg, rt, "k", notRun[int64](t)); err != nil || got != id {
+		t.Fatalf("a later call = %d, %v, want %d replayed", got, err, id)
+	}
+}
+
+// A permanent error marked KeepWork, returned by a function whose
+// transaction a failed statement aborted (the usual way to learn of a
+// duplicate: the INSERT's unique violation), has no work left to keep: the
+// error is still the key's result, stored alone, and replayed.
+func TestKeepWorkAfterAFailedStatement(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, shared)
+	rt := e.runtime(t, idem.Options{})
+	dup := errors.New("already charged")
+	runs := 0
+	fn := func(ctx context.Context, tx pgx.Tx) (int64, error) {
+		runs++
+		if _, err := tx.Exec(ctx, `INSERT INTO charges (key, run, amount) VALUES ('k', 'x', 'not a number')`); err == nil {
+			t.Error("the bad insert succeeded")
+		}
+		return 0, pgtx.KeepWork(dup)
+	}
+	_, err := pgtx.Do(bg, rt, e.work, "k", fn)
+	if err == nil || err.Error() != dup.Error() || !idem.IsPermanent(err) {
+		t.Fatalf("first call = %v, want the permanent error", err)
+	}
+	_, err = pgtx.Do(bg, rt, e.work, "k", fn)
+	if err == nil || err.Error() != dup.Error() {
+		t.Fatalf("second call = %v, want the stored error replayed", err)
+	}
+	if runs != 1 {
+		t.Fatalf("fn ran %d times, want 1", runs)
+	}
+}
+
+// The same in Join: the error is stored alone, fn's savepoint rolled back,
+// and the caller's transaction, usable again, commits its own work.
+func TestJoinKeepWorkAfterAFailedStatement(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, shared)
+	rt := e.runtime(t, idem.Options{})
+	dup := errors.New("already charged")
+	tx, err := e.work.Begin(bg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(bg)
+	if _, err := tx.Exec(bg, `INSERT INTO charges (key, run, amount) VALUES ('audit', 'caller', 0)`); err != nil {
+		t.Fatal(err)
+	}
+	_, err = pgtx.Join(bg, rt, tx, "k", func(ctx context.Context, tx pgx.Tx) (int64, error) {
+		_, _ = tx.Exec(ctx, `INSERT INTO charges (key, run, amount) VALUES ('k', 'x', 'not a number')`)
+		return 0, pgtx.KeepWork(dup)
+	})
+	if err == nil || err.Error() != dup.Error() || !idem.IsPermanent(err) {
+		t.Fatalf("Join = %v, want the permanent error", err)
+	}
+	if err := tx.Commit(bg); err != nil {
+		t.Fatalf("the caller's commit: %v", err)
+	}
+	if n := e.rows(t, "audit"); n != 1 {
+		t.Fatalf("the caller's row: %d, want 1", n)
+	}
+	if _, err := idem.Do(bg, rt, "k", notRun[int64](t)); err == nil || err.Error() != dup.Error() {
+		t.Fatalf("a later call = %v, want the stored error", err)
+	}
+}
