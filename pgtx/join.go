@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"sync"
 	"time"
 
@@ -29,8 +30,17 @@ import (
 // fn's transient error (its work rolled back to the savepoint, the rest of
 // tx untouched). fn runs on the caller's goroutine's behalf; the tx it gets
 // returns an error from Commit and Rollback (its savepoint's end is
-// Join's); tx must not be used by anything else until Join returns. The call waits for fn to return even if ctx ends first
+// Join's); tx must not be used by anything else until Join returns. The
+// call waits for fn to return even if ctx ends first
 // (idem.WithOwnerWaits), since fn uses tx.
+//
+// A second Join of a key whose first Join in the same tx is not settled
+// yet returns an error matching idem.ErrConflict at once: it could only
+// wait for a commit that cannot come while the caller waits. (The check
+// knows tx by the value given: two savepoints of one transaction, each
+// given to a Join of the same key, are not told apart, and the second
+// waits until the server ends the idle transaction, half the lease later,
+// everything in it rolled back.)
 //
 // fn's context is cancelled when the key's lease is lost or the runtime
 // closes (see idem.Do). pgx answers a context cancelled during a statement
@@ -52,7 +62,17 @@ func Join[T any](ctx context.Context, rt *idem.Runtime, tx pgx.Tx, key string,
 	if err := checked(ctx, st, tx.Conn().Config(), tx); err != nil {
 		return nil, err
 	}
-	j := &joined{run: run{st: st, key: key}, ready: make(chan struct{}), commit: make(chan error, 1)}
+	held := heldKey{rt: rt, conn: tx.Conn(), key: key}
+	if v, ok := heldInTx.Load(held); ok && sameTx(v.(pgx.Tx), tx) {
+		// The key's completion waits in this very transaction for its
+		// commit: a second call would wait for that commit, which cannot
+		// come while the caller waits, until the server ended the
+		// caller's idle transaction (half the lease), everything in it
+		// lost.
+		return nil, fmt.Errorf("%w: pgtx.Join of %q in a transaction that holds the key's completion already, not yet settled (commit it and Settle first, or use one Join per key in a transaction)",
+			idem.ErrConflict, key)
+	}
+	j := &joined{run: run{st: st, key: key}, held: held, callerTx: tx, ready: make(chan struct{}), commit: make(chan error, 1)}
 	p := &Pending[T]{j: j, done: make(chan struct{})}
 	go func() {
 		defer close(p.done)
@@ -122,11 +142,32 @@ func (p *Pending[T]) Settle(commitErr error) (T, error) {
 	return p.v, p.err
 }
 
+// heldInTx holds the keys whose Join completion waits in a transaction
+// for its commit, by runtime, connection and key, with the transaction
+// Join was given (the connection may be back in its pool and in another
+// transaction before the caller settles).
+var heldInTx sync.Map // heldKey → pgx.Tx
+
+// sameTx reports whether a and b are the same transaction value. A type
+// that cannot be compared is taken for another transaction.
+func sameTx(a, b pgx.Tx) bool {
+	ta := reflect.TypeOf(a)
+	return ta == reflect.TypeOf(b) && ta.Comparable() && a == b
+}
+
+type heldKey struct {
+	rt   *idem.Runtime
+	conn *pgx.Conn
+	key  string
+}
+
 // joined is one call of Join.
 type joined struct {
 	run
-	ready  chan struct{} // closed once the completion waits in tx
-	commit chan error    // the caller's commit outcome
+	held     heldKey       // its entry in heldInTx while its completion waits
+	callerTx pgx.Tx        // the transaction Join was given
+	ready    chan struct{} // closed once the completion waits in tx
+	commit   chan error    // the caller's commit outcome
 }
 
 // Complete implements ownerhook.Completer: the record is completed in
@@ -141,6 +182,10 @@ func (j *joined) Complete(tok store.Token, rec store.Record, ttl, hold time.Dura
 	}
 	if err := sp.Commit(ctx); err != nil { // releases the savepoint
 		return store.Record{}, fmt.Errorf("pgtx: %q: release the savepoint: %w", j.key, err)
+	}
+	if reflect.TypeOf(j.callerTx).Comparable() {
+		heldInTx.Store(j.held, j.callerTx)
+		defer heldInTx.CompareAndDelete(j.held, j.callerTx)
 	}
 	close(j.ready)
 	wait := time.NewTimer(hold)
