@@ -42,6 +42,11 @@ import (
 // waits until the server ends the idle transaction, half the lease later,
 // everything in it rolled back.)
 //
+// The completion sets idle_in_transaction_session_timeout,
+// statement_timeout and lock_timeout to half the lease for the rest of tx
+// (see pgstore.Store.CompleteIn): the caller's own statements after Join
+// run under them too, and so does an idle wait before its COMMIT.
+//
 // fn's context is cancelled when the key's lease is lost or the runtime
 // closes (see idem.Do). pgx answers a context cancelled during a statement
 // by closing the statement's connection: tx then ends, rolled back, the

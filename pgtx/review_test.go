@@ -234,3 +234,38 @@ func TestJoinKeepWorkAfterAFailedStatement(t *testing.T) {
 		t.Fatalf("a later call = %v, want the stored error", err)
 	}
 }
+
+// A panic in Join's fn rolls its work back to the savepoint and releases
+// the key; the caller gets a *PanicError and its transaction goes on.
+func TestJoinPanicKeepsTheCallersTransaction(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, shared)
+	rt := e.runtime(t, idem.Options{})
+	tx, err := e.work.Begin(bg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(bg)
+	if _, err := tx.Exec(bg, `INSERT INTO charges (key, run, amount) VALUES ('audit', 'caller', 0)`); err != nil {
+		t.Fatal(err)
+	}
+	_, err = pgtx.Join(bg, rt, tx, "k", func(ctx context.Context, tx pgx.Tx) (int64, error) {
+		if _, err := charge("k", runID())(ctx, tx); err != nil {
+			return 0, err
+		}
+		panic("boom")
+	})
+	var pe *idem.PanicError
+	if !errors.As(err, &pe) {
+		t.Fatalf("Join = %v, want a *PanicError", err)
+	}
+	if err := tx.Commit(bg); err != nil {
+		t.Fatal(err)
+	}
+	if n, m := e.rows(t, "k"), e.rows(t, "audit"); n != 0 || m != 1 {
+		t.Fatalf("rows: fn's %d (want 0), the caller's %d (want 1)", n, m)
+	}
+	if _, err := pgtx.Do(bg, rt, e.work, "k", charge("k", runID())); err != nil {
+		t.Fatalf("the key after the panic: %v", err)
+	}
+}
