@@ -56,8 +56,10 @@
 // The runtime's store must be a *pgstore.Store; the transactions run at the
 // pool's default isolation (Join: the caller's), which must be READ
 // COMMITTED (PostgreSQL's default), as the store's own statements need:
-// the completion refuses another with an error wrapping
-// idem.ErrInvalidArgument, and the key is released. The completion names
+// Do refuses a pool whose default_transaction_isolation is another before
+// the function runs (checked with the database, once), and the completion
+// refuses a transaction at another isolation (Join's caller's) with an
+// error wrapping idem.ErrInvalidArgument, and the key is released. The completion names
 // the store's table by its schema, so the pool's search_path does not
 // matter.
 package pgtx

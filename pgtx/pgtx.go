@@ -42,7 +42,7 @@ func Do[T any](ctx context.Context, rt *idem.Runtime, pool *pgxpool.Pool, key st
 	if err != nil {
 		return zero, err
 	}
-	if err := checked(ctx, st, pool.Config().ConnConfig, pool); err != nil {
+	if err := checkedPool(ctx, st, pool); err != nil {
 		return zero, err
 	}
 	r := &run{st: st, key: key}
@@ -194,6 +194,35 @@ var sameDB sync.Map // sameKey → struct{}
 type sameKey struct {
 	st   *pgstore.Store
 	addr string
+}
+
+// checkedPool checks once per store, address and isolation setting that
+// pool reaches st's database and that its transactions begin at READ
+// COMMITTED: the completion refuses any other (see pgstore.CompleteIn),
+// and finding out there, after fn's work and its effects outside the
+// database, would release the key for a rerun that fails the same way.
+// (A connection's own setting, by an AfterConnect hook, is not seen here:
+// the completion still refuses it.)
+func checkedPool(ctx context.Context, st *pgstore.Store, pool *pgxpool.Pool) error {
+	cfg := pool.Config().ConnConfig
+	k := sameKey{st: st, addr: fmt.Sprintf("%s|%d|%s|%s|%s", cfg.Host, cfg.Port, cfg.Database, cfg.User,
+		cfg.RuntimeParams["default_transaction_isolation"])}
+	if _, ok := sameDB.Load(k); ok {
+		return nil
+	}
+	if err := st.SameDatabase(ctx, pool); err != nil {
+		return fmt.Errorf("pgtx: %w", err)
+	}
+	var iso string
+	if err := pool.QueryRow(ctx, `SELECT current_setting('default_transaction_isolation')`).Scan(&iso); err != nil {
+		return fmt.Errorf("pgtx: read the pool's default isolation: %w", err)
+	}
+	if iso != "read committed" {
+		return fmt.Errorf("%w: pgtx.Do on a pool whose transactions run at %s; the completion needs read committed (default_transaction_isolation)",
+			idem.ErrInvalidArgument, iso)
+	}
+	sameDB.Store(k, struct{}{})
+	return nil
 }
 
 // checked checks once per store and address that db reaches st's

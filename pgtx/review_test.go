@@ -269,3 +269,41 @@ func TestJoinPanicKeepsTheCallersTransaction(t *testing.T) {
 		t.Fatalf("the key after the panic: %v", err)
 	}
 }
+
+// A work pool whose transactions default to another isolation than READ
+// COMMITTED (default_transaction_isolation set on the pool, the role or
+// the database) is refused before fn runs: the completion would refuse
+// every transaction of it, after fn's work and effects, and release the
+// key for a rerun that fails the same way.
+func TestDoRefusesAPoolAtAnotherIsolation(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, shared)
+	rt := e.runtime(t, idem.Options{})
+	cfg, err := pgxpool.ParseConfig(e.dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.ConnConfig.RuntimeParams["default_transaction_isolation"] = "serializable"
+	ser, err := pgxpool.NewWithConfig(bg, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ser.Close)
+	runs := 0
+	fn := func(ctx context.Context, tx pgx.Tx) (int64, error) {
+		runs++
+		return charge("k", runID())(ctx, tx)
+	}
+	for range 2 {
+		if _, err := pgtx.Do(bg, rt, ser, "k", fn); !errors.Is(err, idem.ErrInvalidArgument) {
+			t.Fatalf("Do on a serializable pool = %v, want ErrInvalidArgument", err)
+		}
+	}
+	if runs != 0 {
+		t.Fatalf("fn ran %d times on a pool whose transactions cannot complete", runs)
+	}
+	// The same database through the tests' pool still works.
+	if _, err := pgtx.Do(bg, rt, e.work, "k", fn); err != nil || runs != 1 {
+		t.Fatalf("Do on a read committed pool = %v, %d runs", err, runs)
+	}
+}
