@@ -307,3 +307,40 @@ func TestDoRefusesAPoolAtAnotherIsolation(t *testing.T) {
 		t.Fatalf("Do on a read committed pool = %v, %d runs", err, runs)
 	}
 }
+
+// A Join caller that never commits, rolls back nor settles (it forgot its
+// transaction, idle): the server ends the transaction half a lease after
+// it went idle, the runtime reads the record back, finds nothing
+// committed and releases the key, which the next call runs; a late Settle
+// answers that nothing committed.
+func TestJoinNeverSettled(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, shared)
+	rt := e.runtime(t, idem.Options{})
+	tx, err := e.work.Begin(bg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(bg)
+	p, err := pgtx.Join(bg, rt, tx, "k", charge("k", runID()), idem.WithLease(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := pgtx.Do(bg, rt, e.work, "k", charge("k", "next"), idem.WithSettle(10*time.Second))
+	if err != nil {
+		t.Fatalf("the next call: %v", err)
+	}
+	if _, err := p.Settle(nil); err == nil {
+		t.Fatal("a Settle after the server ended the transaction reported a commit")
+	}
+	var runs string
+	if err := e.work.QueryRow(bg, `SELECT string_agg(run, ',') FROM charges WHERE key = 'k'`).Scan(&runs); err != nil {
+		t.Fatal(err)
+	}
+	if runs != "next" {
+		t.Fatalf("rows by %q, want only the next call's", runs)
+	}
+	if got, err := idem.Do(bg, rt, "k", notRun[int64](t)); err != nil || got != v {
+		t.Fatalf("replay = %d, %v, want %d", got, err, v)
+	}
+}
