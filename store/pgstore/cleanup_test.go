@@ -128,3 +128,32 @@ func TestRowsStayBounded(t *testing.T) {
 	}
 	eventually(t, "an empty table after the load", func() bool { return rowCount(t, s) == 0 })
 }
+
+// A key whose row the cleanup deleted starts a new record with a fence
+// above every earlier one (the fence's floor, from the server's clock),
+// and attempt 1: the conformance suite's expiries never run the cleanup.
+func TestFenceRisesAcrossCleanup(t *testing.T) {
+	t.Parallel()
+	s := newStore(t, sharedPool(t), pgstore.Options{DisableCleanup: true})
+	short := 50 * time.Millisecond
+	var last uint64
+	for i := range 3 {
+		res, err := s.Claim(bg, "k", store.ClaimRequest{Owner: fmt.Sprint("o", i), Lease: short, TTL: short})
+		if err != nil || res.Status != store.Claimed || res.Attempt != 1 || res.Takeover {
+			t.Fatalf("claim %d: %+v, %v; want a new record, attempt 1", i, res, err)
+		}
+		if res.Token.Fence <= last {
+			t.Fatalf("claim %d: fence %d, the last was %d", i, res.Token.Fence, last)
+		}
+		last = res.Token.Fence
+		if i%2 == 0 {
+			if _, err := s.Complete(bg, "k", res.Token, store.Record{Value: []byte("v")}, short); err != nil {
+				t.Fatal(err)
+			}
+		}
+		time.Sleep(3 * short)
+		if n, err := s.Cleanup(bg); err != nil || n != 1 {
+			t.Fatalf("Cleanup deleted %d rows (%v), want the key's", n, err)
+		}
+	}
+}
