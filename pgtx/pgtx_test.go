@@ -368,22 +368,35 @@ func TestJoinCommitsWithTheCallersTransaction(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Until the commit, a duplicate waits (settle) rather than replaying.
-	dup := idemtest.GoDo(bg, rt, "k", func(context.Context) (string, error) { return "", errors.New("ran") })
+	// Until the commit, a duplicate waits (settle) rather than replaying;
+	// it gets fn's value once the commit is settled.
+	type answer struct {
+		v   int64
+		out idem.Outcome
+		err error
+	}
+	dup := make(chan answer, 1)
+	go func() {
+		var a answer
+		a.v, a.err = idem.Do(bg, rt, "k", notRun[int64](t), idem.WithOutcome(&a.out))
+		dup <- a
+	}()
+	idemtest.Eventually(t, "the duplicate to wait", func() bool { return rt.Stats().Waiters == 1 })
 	id := p.Value()
 	if err := tx.Commit(bg); err != nil {
 		t.Fatal(err)
+	}
+	select {
+	case a := <-dup:
+		t.Fatalf("the duplicate was answered (%+v) before Settle", a)
+	default:
 	}
 	got, err := p.Settle(nil)
 	if err != nil || got != id {
 		t.Fatalf("Settle = %d, %v, want %d", got, err, id)
 	}
-	if r := idemtest.Recv(t, dup); r.Err == nil {
-		// The duplicate was typed as a string: it decodes the stored
-		// number and fails, but it must not have run.
-		t.Logf("duplicate: %+v", r)
-	} else if r.Err.Error() == "ran" {
-		t.Fatal("the duplicate ran fn")
+	if a := idemtest.Recv(t, dup); a.err != nil || a.v != id || a.out != idem.Joined {
+		t.Fatalf("the duplicate = %+v, want %d joined", a, id)
 	}
 	if n := e.rows(t, "k"); n != 1 {
 		t.Fatalf("%d rows, want 1", n)
