@@ -344,3 +344,46 @@ func TestJoinNeverSettled(t *testing.T) {
 		t.Fatalf("replay = %d, %v, want %d", got, err, v)
 	}
 }
+
+// The runtime renews the lease of a pgtx.Do function that runs for
+// several leases: another instance's call waits for it instead of taking
+// the key over, and gets its committed value.
+func TestDoRenewsALongFunction(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, shared)
+	a := e.runtime(t, idem.Options{})
+	b := e.runtime(t, idem.Options{})
+	const lease = 600 * time.Millisecond
+	inFn := make(chan struct{})
+	type answer struct {
+		v   int64
+		err error
+	}
+	first := make(chan answer, 1)
+	go func() {
+		var r answer
+		r.v, r.err = pgtx.Do(bg, a, e.work, "k", func(ctx context.Context, tx pgx.Tx) (int64, error) {
+			close(inFn)
+			time.Sleep(3 * lease)
+			if ctx.Err() != nil {
+				return 0, context.Cause(ctx)
+			}
+			return charge("k", "first")(ctx, tx)
+		}, idem.WithLease(lease))
+		first <- r
+	}()
+	<-inFn
+	time.Sleep(lease) // the first lease is over: only its renewals hold the key
+	var out idem.Outcome
+	v, err := pgtx.Do(bg, b, e.work, "k", func(ctx context.Context, tx pgx.Tx) (int64, error) {
+		t.Error("the other instance ran fn while the first held the key")
+		return charge("k", "second")(ctx, tx)
+	}, idem.WithLease(lease), idem.WithSettle(10*time.Second), idem.WithOutcome(&out))
+	r := <-first
+	if r.err != nil || err != nil || v != r.v || out == idem.Executed {
+		t.Fatalf("first = %+v; other instance = %d, %v (%v); want the first's value, not run again", r, v, err, out)
+	}
+	if n := e.rows(t, "k"); n != 1 {
+		t.Fatalf("%d rows, want 1", n)
+	}
+}
