@@ -145,7 +145,7 @@ func TestJoinCallerCommitsAfterTheWait(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, shared)
 	rt := e.runtime(t, idem.Options{})
-	const lease = time.Second
+	const lease = 2 * time.Second // the wait: 1s
 	tx, err := e.work.Begin(bg)
 	if err != nil {
 		t.Fatal(err)
@@ -155,8 +155,8 @@ func TestJoinCallerCommitsAfterTheWait(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for range 4 {
-		if _, err := tx.Exec(bg, `SELECT pg_sleep(0.2)`); err != nil {
+	for range 6 { // 1.5s, never idle for long
+		if _, err := tx.Exec(bg, `SELECT pg_sleep(0.25)`); err != nil {
 			t.Fatal(err)
 		}
 	}
