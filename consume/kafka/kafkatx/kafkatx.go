@@ -70,8 +70,8 @@ type HandlerFunc func(ctx context.Context, tx pgx.Tx, r *kafka.Record) error
 // idem.ErrInvalidArgument for a nil pool or h, for opts.Handler or opts.Run
 // set, for a runtime whose store is not a *pgstore.Store, or for any error
 // kafka.New returns; and an error wrapping pgstore.ErrOtherDatabase when
-// pool reaches another database than the store's (checked here, with ctx,
-// in one round trip).
+// pool reaches another database than the store's (checked here, with ctx:
+// a query or two on pool, and on the store's pool the first time).
 func New(ctx context.Context, pool *pgxpool.Pool, h HandlerFunc, opts kafka.Options, kopts ...kgo.Opt) (*kafka.Consumer, error) {
 	bad := func(what string) error {
 		return fmt.Errorf("kafkatx: %s: %w", what, idem.ErrInvalidArgument)

@@ -38,7 +38,7 @@ type Adapter struct {
 // sets it), for a runtime whose store is not a *pgstore.Store, or for any
 // error natsjs.New returns; and an error wrapping pgstore.ErrOtherDatabase
 // when pool reaches another database than the store's (checked here, with
-// ctx, in one round trip).
+// ctx: a query or two on pool, and on the store's pool the first time).
 func New(ctx context.Context, pool *pgxpool.Pool, opts natsjs.Options) (*Adapter, error) {
 	if err := prepare(pool, &opts); err != nil {
 		return nil, err
