@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"time"
+	"weak"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -188,12 +190,29 @@ func storeOf(rt *idem.Runtime) (*pgstore.Store, error) {
 }
 
 // sameDB remembers the pools and connections found to reach their store's
-// database, by store and address: the check costs a round trip.
-var sameDB sync.Map // sameKey → struct{}
+// database, by store and address: the check costs a round trip. A store is
+// held weakly, and its addresses go when it is collected, so that a
+// program that opens many stores does not keep them all.
+var sameDB sync.Map // weak.Pointer[pgstore.Store] → *sync.Map of address → struct{}
 
-type sameKey struct {
-	st   *pgstore.Store
-	addr string
+// seen reports whether st's address addr passed the check.
+func seen(st *pgstore.Store, addr string) bool {
+	m, ok := sameDB.Load(weak.Make(st))
+	if !ok {
+		return false
+	}
+	_, ok = m.(*sync.Map).Load(addr)
+	return ok
+}
+
+// remember records that st's address addr passed the check.
+func remember(st *pgstore.Store, addr string) {
+	w := weak.Make(st)
+	m, loaded := sameDB.LoadOrStore(w, new(sync.Map))
+	if !loaded {
+		runtime.AddCleanup(st, func(w weak.Pointer[pgstore.Store]) { sameDB.Delete(w) }, w)
+	}
+	m.(*sync.Map).Store(addr, struct{}{})
 }
 
 // checkedPool checks once per store, address and isolation setting that
@@ -205,9 +224,9 @@ type sameKey struct {
 // the completion still refuses it.)
 func checkedPool(ctx context.Context, st *pgstore.Store, pool *pgxpool.Pool) error {
 	cfg := pool.Config().ConnConfig
-	k := sameKey{st: st, addr: fmt.Sprintf("%s|%d|%s|%s|%s", cfg.Host, cfg.Port, cfg.Database, cfg.User,
-		cfg.RuntimeParams["default_transaction_isolation"])}
-	if _, ok := sameDB.Load(k); ok {
+	addr := fmt.Sprintf("%s|%d|%s|%s|%s", cfg.Host, cfg.Port, cfg.Database, cfg.User,
+		cfg.RuntimeParams["default_transaction_isolation"])
+	if seen(st, addr) {
 		return nil
 	}
 	if err := st.SameDatabase(ctx, pool); err != nil {
@@ -221,21 +240,21 @@ func checkedPool(ctx context.Context, st *pgstore.Store, pool *pgxpool.Pool) err
 		return fmt.Errorf("%w: pgtx.Do on a pool whose transactions run at %s; the completion needs read committed (default_transaction_isolation)",
 			idem.ErrInvalidArgument, iso)
 	}
-	sameDB.Store(k, struct{}{})
+	remember(st, addr)
 	return nil
 }
 
 // checked checks once per store and address that db reaches st's
 // database.
 func checked(ctx context.Context, st *pgstore.Store, cfg *pgx.ConnConfig, db pgstore.Querier) error {
-	k := sameKey{st: st, addr: fmt.Sprintf("%s|%d|%s|%s", cfg.Host, cfg.Port, cfg.Database, cfg.User)}
-	if _, ok := sameDB.Load(k); ok {
+	addr := fmt.Sprintf("%s|%d|%s|%s", cfg.Host, cfg.Port, cfg.Database, cfg.User)
+	if seen(st, addr) {
 		return nil
 	}
 	if err := st.SameDatabase(ctx, db); err != nil {
 		return fmt.Errorf("pgtx: %w", err)
 	}
-	sameDB.Store(k, struct{}{})
+	remember(st, addr)
 	return nil
 }
 
