@@ -230,14 +230,6 @@ func completedValue(tok store.Token, rec store.Record, ttl time.Duration) []byte
 	return p.encode()
 }
 
-// heldValue is the value of a claim that creates the record, with fence
-// (the floor of the client's clock) and attempt 1, that keeps the record
-// for keep ms (lease + ttl), the first lease ms of it the lease.
-func heldValue(r store.ClaimRequest, fence uint64, keep, lease int64) []byte {
-	return packed{layout: layout4, state: 'p', fence: fence, attempt: 1, ms: keep - lease,
-		owner: []byte(r.Owner), fp: r.Fingerprint}.encode()
-}
-
 // maxSkewMs is how far a completed record's PTTL may exceed the TTL it
 // was stored with and still be read: a server whose clock is behind the
 // one that wrote the record (a failover to a replica, whose expiries are
