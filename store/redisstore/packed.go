@@ -31,9 +31,10 @@ import (
 //	         reads the waiter set only when it is 1
 //	fence    decimal, at least 1: the fence of the claim that holds (p),
 //	         produced (c, f) or gave back (r) the record: a claim that
-//	         creates the record takes the floor of its client's clock
-//	         (internal/fence), every later claim of the string the fence + 1
-//	         or that floor, if larger
+//	         creates the record takes the floor of the server's clock
+//	         when the claim script runs (internal/fence, luaFloor), every
+//	         later claim of the string the fence + 1 or that floor, if
+//	         larger
 //	owner    the owner of that claim
 //	attempt  layout 4: decimal, at least 1, the claims of the record (p),
 //	         1 for the claim that created it, one more for each takeover;
