@@ -21,9 +21,10 @@ type RedisCPU struct {
 	// StatsPerRequestUS is µs per call of the run that commandstats
 	// charges to the commands the clients sent: when scripts ran, the
 	// scripts' usec (which includes the commands they call) plus SET's
-	// (redisstore claims a new key with a plain SET NX, and its scripts
-	// never call SET: they write with PSETEX and SETRANGE); otherwise every
-	// command's. It leaves out background work, and, when scripts ran, the
+	// (redisstore's scripts never call SET: they write with PSETEX and
+	// SETRANGE; a SET is a liveness beat, or, in versions before the claim
+	// script read the fence floor from the server's clock, the claim of a
+	// new key, sent as a plain SET NX); otherwise every command's. It leaves out background work, and, when scripts ran, the
 	// usec of the few other commands sent besides them (SUBSCRIBE for
 	// wake-ups): commandstats cannot tell those from the commands scripts
 	// call.

@@ -43,7 +43,7 @@ func redisCPUTarget(cfg Config, results []Result) Target {
 		c := r.RedisCPU
 		t.Ratio = c.StatsPerRequestUS / redisCPULimitUS
 		t.Met = t.Ratio <= 1
-		t.Measured = fmt.Sprintf("%s per request on %s (scripts and SET NX claims; %s script calls per request, %s each); used_cpu, background work included: %s",
+		t.Measured = fmt.Sprintf("%s per request on %s (scripts and SETs; %s script calls per request, %s each); used_cpu, background work included: %s",
 			micros(c.StatsPerRequestUS), st, decimal(float64(c.ScriptCalls)/float64(r.Calls)), micros(c.PerScriptCallUS),
 			micros(c.PerRequestUS))
 		requireClean(&t, r)

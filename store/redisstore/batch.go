@@ -2,35 +2,22 @@ package redisstore
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/idemrt/idem/internal/fence"
 	"github.com/idemrt/idem/store"
 )
 
-// call is one op turned into a script call, or, for a claim, first into
-// a SET NX (see first).
+// call is one op turned into a script call.
 type call struct {
 	op   *store.Op
 	sc   *redis.Script
 	keys []string
 	args []any
-	// first, while set, sends a claim as SET <record> first NX PX keep:
-	// the claim of a key with no record, without a script. When the key
-	// has a record (SET answers nil), the claim goes on to the claim
-	// script, which answers for the record it finds.
-	first []byte
-	keep  int64
-	// fence is the fence of a claim that creates the record: the floor of
-	// the client's clock when the call was prepared (the claim script
-	// gets it too, as its last argument).
-	fence uint64
-	cmd   *redis.Cmd
+	cmd  *redis.Cmd
 	// unsure is set once a reply of the call was lost: a copy of it may
 	// have run (see Store.repeat).
 	unsure bool
@@ -61,13 +48,14 @@ func (s *Store) prepare(op *store.Op) (call, bool) {
 		}
 		// A record in progress outlives its lease by the TTL (see
 		// packed.go), so a takeover always finds it, raises the fence and
-		// counts one more attempt.
-		lease, keep := ms(r.Lease), ms(r.Lease)+ms(r.TTL)
-		c.fence = fence.Floor(time.Now())
-		c.sc, c.args = claimScript, []any{r.Owner, lease, ms(r.TTL), r.Fingerprint, waiter, c.fence, r.Dead}
-		if op.Err == nil && s.first.use() {
-			c.first, c.keep = heldValue(r, c.fence, keep, lease), keep
-		}
+		// counts one more attempt. The fence floor is read from the
+		// server's clock by the script, when it runs: a floor read here
+		// would be as old as the time the call spends on its way to Redis,
+		// and a claim overtaken on the way by another client's claim,
+		// completion and Forget of the key would create a record with a
+		// fence below the forgotten one's. (So there is no SET NX claim of
+		// a new key either: a value made here would carry such a floor.)
+		c.sc, c.args = claimScript, []any{r.Owner, ms(r.Lease), ms(r.TTL), r.Fingerprint, waiter, r.Dead}
 	case store.OpComplete:
 		op.Err = store.CheckDuration("ttl", op.TTL)
 		c.sc, c.args = finishScript, []any{heldPrefix(op.Token), completedValue(op.Token, op.Record, op.TTL), ms(op.TTL), s.inbox}
@@ -175,31 +163,9 @@ func (s *Store) split(calls []call) [][]call {
 // run sends calls in one pipeline, then sends those that met NOSCRIPT once
 // more after loading the scripts. A NOSCRIPT reply means that the script
 // did not run, so sending it again runs it once.
-//
-// Before that, the claims sent as SET NX that found a record (a nil reply:
-// SET wrote nothing) go on to the claim script, in a second pipeline; how
-// many do steers which claims are sent as SET NX (see firstClaims).
 func (s *Store) run(ctx context.Context, calls []call) {
 	s.exec(ctx, calls)
 	var at []int
-	for i := range calls {
-		c := &calls[i]
-		if c.first == nil {
-			continue
-		}
-		switch err := c.cmd.Err(); {
-		case errors.Is(err, redis.Nil):
-			s.first.record(true)
-			c.first = nil
-			at = append(at, i)
-		case err == nil:
-			s.first.record(false)
-		}
-	}
-	if len(at) > 0 {
-		s.again(ctx, calls, at)
-	}
-	at = at[:0]
 	for i, c := range calls {
 		if err := c.cmd.Err(); err != nil && isNoScript(err) {
 			at = append(at, i)
@@ -236,12 +202,7 @@ func (s *Store) pipeline(ctx context.Context, p pipeliner, wait bool, calls []ca
 	writes := false
 	for i := range calls {
 		c := &calls[i]
-		if c.first != nil {
-			c.cmd = redis.NewCmd(ctx, "set", c.keys[0], c.first, "nx", "px", c.keep)
-			c.cmd.SetFirstKeyPos(1)
-		} else {
-			c.cmd = evalSha(ctx, c.sc, c.keys, c.args)
-		}
+		c.cmd = evalSha(ctx, c.sc, c.keys, c.args)
 		writes = writes || confirms(c.op)
 		_ = pipe.Process(ctx, noRetry{c.cmd})
 	}

@@ -12,10 +12,6 @@ import (
 // never sends is a *CorruptError, never read as the nearest outcome.
 func (s *Store) decode(c call, now time.Time) {
 	op := c.op
-	if c.first != nil {
-		decodeFirstClaim(c)
-		return
-	}
 	vals, err := c.cmd.Slice()
 	if err != nil {
 		op.Err = err
@@ -55,25 +51,6 @@ func (s *Store) decode(c call, now time.Time) {
 // corrupt returns the *CorruptError of c's record.
 func (c call) corrupt(reason string) error {
 	return &CorruptError{Key: c.op.Key, RedisKey: c.keys[0], Reason: reason}
-}
-
-// decodeFirstClaim reads the reply of a claim sent as SET NX (call.first)
-// that SET answered: OK, it wrote the record, so the key is claimed with
-// the call's fence and attempt 1 for the whole lease (the SET's nil goes on
-// to the claim script, see Store.run, and never reaches here).
-func decodeFirstClaim(c call) {
-	op := c.op
-	v, err := c.cmd.Result()
-	if err != nil {
-		op.Err = err
-		return
-	}
-	if v != "OK" {
-		op.Err = c.corrupt(fmt.Sprintf("unexpected SET reply %v", v))
-		return
-	}
-	op.Result = store.ClaimResult{Status: store.Claimed, Token: store.Token{Fence: c.fence, Owner: op.Claim.Owner},
-		Attempt: 1, LeaseLeft: time.Duration(ms(op.Claim.Lease)) * time.Millisecond}
 }
 
 // The decoders of each script's reply codes (see scripts.go) set op's

@@ -20,8 +20,8 @@
 // the *redis.Cmd a pipeline would have filled in. They are FuzzDecodeReply
 // (arbitrary replies), FuzzRecordRoundTrip (Record → finish script's
 // arguments → stored value → get, claim and replay replies → Record),
-// FuzzClaimRoundTrip (ClaimRequest → SET NX value and claim arguments →
-// first-claim and in-progress replies and waiter member), and
+// FuzzClaimRoundTrip (ClaimRequest → claim arguments → in-progress and
+// claimed replies and waiter member), and
 // FuzzDecodeValue (arbitrary record values, packed_fuzz_test.go).
 
 package redisstore
@@ -37,9 +37,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
-	"github.com/idemrt/idem/internal/fence"
 	"github.com/idemrt/idem/store"
 )
 
@@ -145,10 +142,6 @@ func fuzzOp(kind store.OpKind, key string) *store.Op {
 }
 
 var fuzzNow = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
-
-// fence2026 is below every fence a claim that creates a record takes on a
-// client whose clock is past the start of 2026.
-var fence2026 = fence.Floor(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 
 // replySeeds are the replies the scripts send (see scripts.go), per op kind,
 // and a few broken ones.
@@ -519,29 +512,17 @@ func FuzzClaimRoundTrip(f *testing.F) {
 			t.Fatalf("waiter member %q splits as %q, %q", m, inst, k)
 		}
 
-		// The claim of a new key, SET <record> <first> NX PX keep: a record
-		// in progress of this owner, with the fence the claim script would
-		// give a new record (its last argument: the floor of the client's
-		// clock) and attempt 1, holding the fingerprint, which outlives its
-		// lease by the TTL (keep = lease + ttl ms); SET's OK is the claim.
-		held, err := decodeValue(c.first)
-		lease1, keep := luaNumber(t, redisArg(t, c.args[1])), luaNumber(t, redisArg(t, c.args[1]))+luaNumber(t, redisArg(t, c.args[2]))
-		floor := redisArg(t, c.args[5])
-		if err != nil || held.layout != layout4 || held.state != 'p' || strconv.FormatUint(held.fence, 10) != floor ||
-			held.fence != c.fence || held.fence < fence2026 || held.attempt != 1 || string(held.owner) != owner ||
-			!bytes.Equal(held.fp, fp) || held.ms != keep-lease1 || c.keep != keep || held.waiters {
-			t.Fatalf("first claim's value %q (keep %d, floor %s): %+v, %v", c.first, c.keep, floor, held, err)
-		}
-		first := &store.Op{Kind: store.OpClaim, Key: key, Claim: op.Claim}
-		s.decode(call{op: first, keys: s.keys(key), first: c.first, fence: c.fence, cmd: redis.NewCmdResult("OK", nil)}, fuzzNow)
-		if first.Err != nil || first.Result.Status != store.Claimed || first.Result.Token != (store.Token{Fence: held.fence, Owner: owner}) ||
-			first.Result.Attempt != 1 || first.Result.LeaseLeft < lease || first.Result.Takeover {
-			t.Fatalf("first claim's OK: %+v, %v", first.Result, first.Err)
+		// No argument carries a fence: the script takes the floor from
+		// the server's clock. The sixth is the dead owner, none here.
+		if len(c.args) != 6 || redisArg(t, c.args[5]) != "" {
+			t.Fatalf("claim arguments %q: want 6, the last the dead owner (none)", c.args)
 		}
 
 		// Another owner's claim meets the record in progress: {3, value,
-		// lease left}, the value as a claim with this fence stored it.
-		held.fence = fence
+		// lease left}, the value as the claim script stores a new record
+		// (layout 4, attempt 1, kept lease + ttl ms) with this fence.
+		lease1, ttl1 := luaNumber(t, redisArg(t, c.args[1])), luaNumber(t, redisArg(t, c.args[2]))
+		held := packed{layout: layout4, state: 'p', fence: fence, attempt: 1, ms: ttl1, owner: []byte(owner), fp: fp}
 		other := fuzzOp(store.OpClaim, key)
 		decodeReply(s, other, []any{int64(3), string(held.encode()), leftMs}, nil, fuzzNow)
 		r := other.Result
@@ -550,7 +531,7 @@ func FuzzClaimRoundTrip(f *testing.F) {
 			t.Fatalf("in-progress reply: %+v, %v", r, other.Err)
 		}
 		// The claim itself: {1, fence, lease ms, takeover, attempt}.
-		decodeReply(s, op, []any{int64(1), int64(fence), luaNumber(t, redisArg(t, c.args[1])), int64(0), int64(3)}, nil, fuzzNow)
+		decodeReply(s, op, []any{int64(1), int64(fence), lease1, int64(0), int64(3)}, nil, fuzzNow)
 		if op.Err != nil || op.Result.Status != store.Claimed || op.Result.Token != (store.Token{Fence: fence, Owner: owner}) ||
 			op.Result.Attempt != 3 || op.Result.LeaseLeft < lease || op.Result.Takeover {
 			t.Fatalf("claimed reply: %+v, %v", op.Result, op.Err)

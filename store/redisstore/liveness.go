@@ -14,7 +14,7 @@ import (
 // the record lives by Redis's clock. On a cluster an instance's record is
 // in a slot of its own, never the key's, so the claim script cannot read
 // it: the runtime reads it first, and the claim names the holder it found
-// dead (ARGV[7] of the claim script); the script takes the key over only
+// dead (ARGV[6] of the claim script); the script takes the key over only
 // if that owner still holds it.
 
 var _ store.Liveness = (*Store)(nil)

@@ -50,7 +50,6 @@ func TestLivenessTraffic(t *testing.T) {
 	}
 	idemtest.Eventually(t, "the waiters parked", func() bool { return rts[1].Stats().Waiters == keys })
 	busy := measure(t, c, window)
-	// (SETs now also count the re-claims that try a plain SET NX first.)
 	t.Logf("the same, %d callers on one waiting for %d keys of another: %.2f EXISTS/s",
 		keys, keys, busy["exists"])
 	if busy["exists"] < 0.5 || busy["exists"] > 2 {

@@ -31,9 +31,10 @@ import (
 //	         reads the waiter set only when it is 1
 //	fence    decimal, at least 1: the fence of the claim that holds (p),
 //	         produced (c, f) or gave back (r) the record: a claim that
-//	         creates the record takes the floor of its client's clock
-//	         (internal/fence), every later claim of the string the fence + 1
-//	         or that floor, if larger
+//	         creates the record takes the floor of the server's clock
+//	         when the claim script runs (internal/fence, luaFloor), every
+//	         later claim of the string the fence + 1 or that floor, if
+//	         larger
 //	owner    the owner of that claim
 //	attempt  layout 4: decimal, at least 1, the claims of the record (p),
 //	         1 for the claim that created it, one more for each takeover;
@@ -228,14 +229,6 @@ func completedValue(tok store.Token, rec store.Record, ttl time.Duration) []byte
 		p.state, p.result = 'f', []byte(rec.Error)
 	}
 	return p.encode()
-}
-
-// heldValue is the value of a claim that creates the record, with fence
-// (the floor of the client's clock) and attempt 1, that keeps the record
-// for keep ms (lease + ttl), the first lease ms of it the lease.
-func heldValue(r store.ClaimRequest, fence uint64, keep, lease int64) []byte {
-	return packed{layout: layout4, state: 'p', fence: fence, attempt: 1, ms: keep - lease,
-		owner: []byte(r.Owner), fp: r.Fingerprint}.encode()
 }
 
 // maxSkewMs is how far a completed record's PTTL may exceed the TTL it

@@ -1,19 +1,20 @@
 // Package redisstore is a [store.Store] on Redis, single node or Cluster,
 // through go-redis v9's redis.UniversalClient.
 //
-// Each transition is one atomic step on the server: the claim of a key
-// with no record is a plain SET NX PX; every other transition is one Lua
-// script (claim; finish = complete, permanent failure or release; renew),
-// with every write fenced by owner and fence. A record is one string per
-// key (format v3, see RecordKey and docs/redis.md) whose expiry, set by
-// the server, carries the lease, so leases run on the Redis server's
-// clock; its name carries a hash tag, so every call touches one slot of a
-// cluster. A claim that creates a record takes its fence from the
-// client's clock (microseconds since 2025-01-01 UTC), since the claim of
-// a new key is no script and cannot read the server's; every later claim
-// of the record the fence + 1 or the client's floor, if larger. So a key's
-// fences rise across its records as long as the clocks of the instances
-// that share the Redis agree to within the time between them (docs/redis.md,
+// Each transition is one atomic step on the server, one Lua script
+// (claim; finish = complete, permanent failure or release; renew), with
+// every write fenced by owner and fence. A record is one string per key
+// (format v3, see RecordKey and docs/redis.md) whose expiry, set by the
+// server, carries the lease, so leases run on the Redis server's clock;
+// its name carries a hash tag, so every call touches one slot of a
+// cluster. Fences come from the server's clock too: a claim that creates a
+// record takes the microseconds since 2025-01-01 UTC by the server's TIME
+// when the claim script runs (the floor), and every later claim of the
+// record the fence + 1, or the floor if larger. So a key's fences rise
+// across its records whatever the clients' clocks and however long a
+// claim takes to reach Redis, as long as the clock of the server that
+// holds the key does not go back by more than the time between them (a
+// step back, a failover to a replica whose clock is behind; docs/redis.md,
 // "Fences"). Batches of operations go out as
 // one pipeline; on a cluster client, as one pipeline per master on its node
 // client, with the store reloading the slot map itself when a master fails
@@ -184,7 +185,6 @@ type Store struct {
 	scope   string
 	timeout time.Duration
 	inbox   string
-	first   firstClaims
 	// slots routes batches on a cluster client (nil on any other client).
 	slots *slotMap
 	// waitN and waitMs are WAIT's arguments (waitN 0: no WAIT).

@@ -35,12 +35,7 @@ const (
 //     end a claim the first copy made: another owner's claim finds its
 //     lease live (in progress), Forget refuses a key in progress, the record
 //     lives at least the lease, and the holder's own Complete, Release and
-//     Renew need the token this Claim has not returned yet. A claim first
-//     sent as SET NX (the claim of a new key, see call.first) is repeated
-//     as the claim script: if the SET ran, the script finds the record it
-//     wrote, held by this owner with the call's fence and attempt 1, and
-//     answers Claimed with that token; if it did not, the script claims
-//     the key itself. Only the end of
+//     Renew need the token this Claim has not returned yet. Only the end of
 //     the lease lets another owner take the key over, so a claim is
 //     repeated only within half a lease of its first send: the repeat then
 //     runs while the first copy's lease holds, unless it spends more than
@@ -78,7 +73,6 @@ func (s *Store) repeat(ctx context.Context, calls []call, sent time.Time) {
 			lost := replyLost(err)
 			c.unsure = c.unsure || lost
 			if (lost || notRun(err)) && (!c.unsure || repeatable(c.op, time.Since(sent))) {
-				c.first = nil // a repeated claim always runs the script
 				at = append(at, i)
 			}
 		}

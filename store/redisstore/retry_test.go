@@ -102,8 +102,7 @@ func (ss servers) resume() {
 }
 
 // scriptRuns returns how many operations the servers have run: EVALSHA
-// calls, and SET calls, which only the claim of a new key sends (the
-// scripts write with PSETEX and SETRANGE, see scripts.go).
+// calls (every operation of the store is a script, see scripts.go).
 func (ss servers) scriptRuns(t testing.TB) int {
 	t.Helper()
 	n := 0
@@ -114,11 +113,7 @@ func (ss servers) scriptRuns(t testing.TB) int {
 		}
 		for line := range strings.SplitSeq(info, "\n") {
 			line = strings.TrimSpace(line)
-			rest, ok := strings.CutPrefix(line, "cmdstat_evalsha:calls=")
-			if !ok {
-				rest, ok = strings.CutPrefix(line, "cmdstat_set:calls=")
-			}
-			if ok {
+			if rest, ok := strings.CutPrefix(line, "cmdstat_evalsha:calls="); ok {
 				calls, _, _ := strings.Cut(rest, ",")
 				c, err := strconv.Atoi(calls)
 				if err != nil {

@@ -12,16 +12,15 @@ import "github.com/redis/go-redis/v9"
 // progress lives until its lease ends and then at least ttl more (a claim
 // keeps it lease + ttl, a renewal keeps that margin), so a takeover always
 // finds it and its fence keeps increasing; a released one keeps what was
-// left of that; a completed one lives ttl. No script calls TIME: the
-// record's expiry, set with PX by the server, carries the lease (it ends
-// when PTTL falls to the record's ms) and the completion time. Every
-// write is fenced by owner and fence.
+// left of that; a completed one lives ttl. The record's expiry, set with
+// PX by the server, carries the lease (it ends when PTTL falls to the
+// record's ms) and the completion time; the one script that calls TIME is
+// the claim, for the fence floor of a claim that starts or takes over a
+// record (see luaFloor). Every write is fenced by owner and fence.
 //
 // The scripts write with PSETEX (a new value and expiry) and SETRANGE (a
-// state or flag byte in place, keeping the expiry), never SET: the one SET
-// of the store is the claim of a new key, sent without a script (see
-// Store.prepare), so INFO commandstats counts the store's operations as
-// EVALSHA + SET calls.
+// state or flag byte in place, keeping the expiry), never SET, so INFO
+// commandstats counts the store's operations as EVALSHA calls.
 //
 // A script answers for the state it finds, so running one twice is
 // harmless only if nothing runs in between that changes its answer:
@@ -111,30 +110,49 @@ local function notSet()
 end
 `
 
+// luaFloor sets floor to fence.Floor of the server's clock, read now:
+// the whole microseconds from fence.Epoch (1735689600, fence.EpochUnix),
+// at least 1 and at most 2^53 (fence.Max). TIME answers seconds and
+// microseconds; (seconds - epoch) * 1e6 + micros is an integer below 2^53
+// until the year 2310, which a Lua double holds exactly, and beyond that
+// it only grows, so the clamp still gives 2^53 (TestClaimFloorIsServerTime
+// checks it against fence.Floor). Reading TIME before a write needs
+// effects replication (replicas get the write, not the script to run on
+// their own clock), which the scripts need for PTTL already (Redis 5 and
+// later by default, the only mode since 7.0; see docs/redis.md).
+const luaFloor = `
+local now = redis.call('TIME')
+local floor = math.min(math.max((tonumber(now[1]) - 1735689600) * 1000000 + tonumber(now[2]), 1), 9007199254740992)
+`
+
 // claimScript: ARGV = owner, lease ms, ttl ms, fingerprint, waiter member,
-// fence floor (fence.Floor of the client's clock), dead owner (the holder
-// the caller found dead, "" for none: a record in progress under exactly
-// that owner is taken over as if its lease had ended; see liveness.go). A
-// claim that creates the
-// record takes the floor as its fence and attempt 1; a takeover, fence + 1
-// or the floor if larger, and attempt + 1; the claim of a released record
-// (a new record in the same string) fence + 1 or the floor too, and attempt
-// 1. Every claim writes layout 4. Replies:
+// dead owner (the holder the caller found dead, "" or absent for none: a
+// record in progress under exactly that owner is taken over as if its
+// lease had ended; see liveness.go). The fence floor is the server's clock
+// when the script runs (luaFloor), not the client's: a claim that spent
+// long on its way to Redis, or came from a client whose clock is off,
+// still takes a floor above the fences of the records the key had before
+// (docs/redis.md, "Fences"). A claim that creates the record takes the
+// floor as its fence and attempt 1; a takeover, fence + 1 or the floor if
+// larger, and attempt + 1; the claim of a released record (a new record in
+// the same string) fence + 1 or the floor too, and attempt 1. Every claim
+// writes layout 4. Replies:
 //
 //	{1, fence, lease left ms, takeover, attempt}   claimed
 //	{2, value, pttl}                               completed
 //	{3, value, lease left ms}                      in progress (value: the holder's)
 //
-// redis.calls: new key GET, PSETEX; completed GET, PTTL; our own claim
-// again GET, PTTL; in progress GET, PTTL, and with a waiter SADD, PEXPIRE,
-// and SETRANGE when the waiter flag was 0; takeover or released GET, PTTL,
-// PSETEX.
+// redis.calls: new key GET, TIME, PSETEX; completed GET, PTTL; our own
+// claim again GET, PTTL; in progress GET, PTTL, and with a waiter SADD,
+// PEXPIRE, and SETRANGE when the waiter flag was 0; takeover or released
+// GET, PTTL, TIME, PSETEX.
 const claimSrc = luaGet + `
 local lease = tonumber(ARGV[2])
 local keep = lease + tonumber(ARGV[3])
-if v == false then
-  redis.call('PSETEX', KEYS[1], keep, '4p0' .. ARGV[6] .. ':' .. #ARGV[1] .. ':' .. ARGV[1] .. '1:' .. (keep - lease) .. ':' .. #ARGV[4] .. ':' .. ARGV[4])
-  return {1, tonumber(ARGV[6]), lease, 0, 1}
+if v == false then` + luaFloor + `
+  local fen = string.format('%d', floor)
+  redis.call('PSETEX', KEYS[1], keep, '4p0' .. fen .. ':' .. #ARGV[1] .. ':' .. ARGV[1] .. '1:' .. (keep - lease) .. ':' .. #ARGV[4] .. ':' .. ARGV[4])
+  return {1, floor, lease, 0, 1}
 end
 if type(v) == 'string' then
   local head = string.sub(v, 1, 2)
@@ -149,7 +167,7 @@ local takeover, w, att = 0, '0', 1
 if r.st == 'p' then
   local left = pt - r.ms
   if r.own == ARGV[1] then return {1, tonumber(r.fen), left, 0, r.att} end
-  if left > 0 and (ARGV[7] == '' or r.own ~= ARGV[7]) then
+  if left > 0 and (ARGV[6] == '' or r.own ~= ARGV[6]) then
     if ARGV[5] ~= '' then
       local added = redis.pcall('SADD', KEYS[2], ARGV[5])
       if type(added) == 'table' and added.err then return {-1, notSet()} end
@@ -161,7 +179,8 @@ if r.st == 'p' then
   takeover, w, att = 1, r.w, r.att + 1
 end
 if tonumber(r.fen) >= 9007199254740992 then return {-1, 'the fence is at its 2^53 limit'} end
-local fen = string.format('%d', math.max(tonumber(r.fen) + 1, tonumber(ARGV[6])))
+` + luaFloor + `
+local fen = string.format('%d', math.max(tonumber(r.fen) + 1, floor))
 att = string.format('%d', att)
 local px = math.max(pt, keep)
 redis.call('PSETEX', KEYS[1], px, '4p' .. w .. fen .. ':' .. #ARGV[1] .. ':' .. ARGV[1] .. att .. ':' ..
@@ -319,9 +338,10 @@ var allScripts = []*redis.Script{claimScript, finishScript, renewScript, getScri
 // Tools that drive the scripts themselves (the benchmark harness runs
 // redis-benchmark on the claim script) use it. The claim script's KEYS are
 // the record and its waiter set, its ARGV owner, lease ms, ttl ms,
-// fingerprint, waiter member ("" for none), the fence of a claim that
-// creates the record (a canonical decimal from 1 to 2^53) and, optional,
-// the dead owner to take over ("" or absent for none).
+// fingerprint, waiter member ("" for none) and, optional, the dead owner
+// to take over ("" or absent for none); it takes the fence floor from the
+// server's clock (TIME). (Before, the sixth argument was the fence floor,
+// from the client's clock, and the dead owner the seventh.)
 func ScriptSource(name string) string {
 	switch name {
 	case "claim":

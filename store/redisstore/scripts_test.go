@@ -19,10 +19,10 @@ import (
 
 // After SCRIPT FLUSH (what a restarted or failed-over node looks like to a
 // client), pipelined operations meet NOSCRIPT; the store loads its scripts
-// again and the operations succeed. The keys are held before the flush:
-// claims of new keys go out as SET NX and run no script, so they would
-// never meet NOSCRIPT. The server's NOSCRIPT error count shows that the
-// scripts were indeed missing.
+// again and the operations succeed. The keys are held before the flush,
+// so that the claims after it meet the keys in progress and the
+// completions have claims to finish. The server's NOSCRIPT error count
+// shows that the scripts were indeed missing.
 func TestNoScriptReload(t *testing.T) {
 	deployments(t, func(t *testing.T, client func(testing.TB) redis.UniversalClient) {
 		c := client(t)

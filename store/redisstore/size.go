@@ -100,7 +100,6 @@ func sizeOf(c *call) (total, largest int) {
 			add(20) // a number
 		}
 	}
-	add(len(c.first))
 	return total, largest
 }
 
