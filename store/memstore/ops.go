@@ -81,10 +81,16 @@ func (s *Store) take(sh *shard, key string, r *record, req store.ClaimRequest, n
 // holder returns the key's in-progress record if tok holds it.
 func (sh *shard) holder(key string, tok store.Token, now time.Time) (*record, error) {
 	r := sh.live(key, now)
-	if r == nil || r.state != inProgress || r.token != tok {
+	if !holds(r, tok) {
 		return nil, store.ErrLeaseLost
 	}
 	return r, nil
+}
+
+// holds reports whether r, a live record or nil, is a claim in progress
+// held by tok.
+func holds(r *record, tok store.Token) bool {
+	return r != nil && r.state == inProgress && r.token == tok
 }
 
 // Complete implements [store.Store].
@@ -98,15 +104,16 @@ func (s *Store) Complete(ctx context.Context, key string, tok store.Token, rec s
 	sh := s.shardOf(key)
 	sh.mu.Lock()
 	now := s.clock.Now()
-	if r := sh.live(key, now); r != nil && r.state == completed && r.rec.Token == tok {
+	// One lookup (and one sweep) for both checks: holder would repeat them.
+	r := sh.live(key, now)
+	if r != nil && r.state == completed && r.rec.Token == tok {
 		out := r.rec
 		sh.mu.Unlock()
 		return out, nil
 	}
-	r, err := sh.holder(key, tok, now)
-	if err != nil {
+	if !holds(r, tok) {
 		sh.mu.Unlock()
-		return store.Record{}, err
+		return store.Record{}, store.ErrLeaseLost
 	}
 	r.state = completed
 	r.rec = store.Record{
@@ -138,15 +145,14 @@ func (s *Store) Release(ctx context.Context, key string, tok store.Token) error 
 	}
 	sh := s.shardOf(key)
 	sh.mu.Lock()
-	now := s.clock.Now()
-	if sh.live(key, now) == nil {
+	r := sh.live(key, s.clock.Now())
+	if r == nil {
 		sh.mu.Unlock()
 		return nil
 	}
-	r, err := sh.holder(key, tok, now)
-	if err != nil {
+	if !holds(r, tok) {
 		sh.mu.Unlock()
-		return err
+		return store.ErrLeaseLost
 	}
 	waiters := r.waiters
 	sh.drop(key, r)
