@@ -43,14 +43,7 @@ const minCompact = 256
 // record is gone or replaced.
 func (sh *shard) compact() {
 	for _, q := range sh.expiry {
-		kept := q.items[:0]
-		for _, it := range q.items[q.head:] {
-			if sh.records[it.key] == it.rec {
-				kept = append(kept, it)
-			}
-		}
-		clear(q.items[len(kept):])
-		q.items, q.head = kept, 0
+		q.filter(func(it expiryItem) bool { return sh.records[it.key] == it.rec })
 	}
 	kept := sh.abandoned[:0]
 	for _, a := range sh.abandoned {
@@ -69,7 +62,7 @@ func (sh *shard) compact() {
 // MaxRecords bounds.
 func (sh *shard) held() (records, items int) {
 	for _, q := range sh.expiry {
-		items += len(q.items) - q.head
+		items += q.len()
 	}
 	return len(sh.records), items + len(sh.abandoned)
 }
