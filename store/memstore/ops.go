@@ -44,7 +44,7 @@ func (s *Store) Claim(ctx context.Context, key string, req store.ClaimRequest) (
 		s.take(sh, key, r, req, now)
 		return store.ClaimResult{Status: store.Claimed, Token: r.token, Attempt: r.attempt, LeaseLeft: req.Lease}, nil
 	case r.state == completed:
-		return store.ClaimResult{Status: store.Completed, Record: r.rec}, nil
+		return store.ClaimResult{Status: store.Completed, Record: r.result()}, nil
 	case r.token.Owner == req.Owner:
 		return store.ClaimResult{Status: store.Claimed, Token: r.token, Attempt: r.attempt, LeaseLeft: r.leaseUntil.Sub(now)}, nil
 	case now.Before(r.leaseUntil) && (req.Dead == "" || r.token.Owner != req.Dead):
@@ -106,8 +106,8 @@ func (s *Store) Complete(ctx context.Context, key string, tok store.Token, rec s
 	now := s.clock.Now()
 	// One lookup (and one sweep) for both checks: holder would repeat them.
 	r := sh.live(key, now)
-	if r != nil && r.state == completed && r.rec.Token == tok {
-		out := r.rec
+	if r != nil && r.state == completed && r.token == tok {
+		out := r.result()
 		sh.mu.Unlock()
 		return out, nil
 	}
@@ -116,23 +116,14 @@ func (s *Store) Complete(ctx context.Context, key string, tok store.Token, rec s
 		return store.Record{}, store.ErrLeaseLost
 	}
 	r.state = completed
-	r.rec = store.Record{
-		Value:       cloneBytes(rec.Value),
-		Failed:      rec.Failed,
-		Error:       rec.Error,
-		Fingerprint: r.fp,
-		CreatedAt:   now,
-		ExpiresAt:   now.Add(ttl),
-		Token:       tok,
-	}
+	r.value, r.failed, r.errText, r.createdAt = cloneBytes(rec.Value), rec.Failed, rec.Error, now
 	if !bytes.Equal(rec.Fingerprint, r.fp) {
-		r.rec.Fingerprint = cloneBytes(rec.Fingerprint)
+		r.fp = cloneBytes(rec.Fingerprint)
 	}
-	r.fp = nil
 	sh.setRemoveAt(key, r, now, ttl)
 	waiters := r.waiters
 	r.waiters = nil
-	out := r.rec
+	out := r.result()
 	sh.mu.Unlock()
 	s.notify(key, waiters)
 	return out, nil
@@ -196,7 +187,7 @@ func (s *Store) Get(ctx context.Context, key string) (store.Record, error) {
 	if r == nil || r.state != completed {
 		return store.Record{}, store.ErrNotFound
 	}
-	return r.rec, nil
+	return r.result(), nil
 }
 
 // Forget implements [store.Store].
