@@ -1,6 +1,9 @@
 package actors
 
-import "sync"
+import (
+	"hash/maphash"
+	"sync"
+)
 
 // resultLRU is a shard's cache of settled results: a least-recently-used
 // map of at most size entries, safe for concurrent use (callers read it on
@@ -13,26 +16,35 @@ import "sync"
 // and a key already held is replaced in place, where the shard used to
 // Remove it first (a lookup, a delete and a callback more per result).
 //
+// Its index is a table of its own (lruIndex), not a Go map: a full cache
+// deletes a key for each one it adds, and a Go map keeps the deleted slots
+// as tombstones that lengthen every lookup of a key it does not hold, which
+// is what every call of a new key does first (the profile of the
+// unique-keys scenario put most of the hit path's time in such probes).
+//
 // onEvict is called, under the lock, with every value that leaves the
 // cache: evicted, removed, replaced or purged. It must not call back into
 // the cache.
 type resultLRU struct {
 	mu      sync.Mutex
 	size    int
-	items   map[string]*lruEntry
+	items   lruIndex
 	root    lruEntry // root.next is the newest entry, root.prev the oldest
 	onEvict func(Cached)
 }
 
 type lruEntry struct {
 	key        string
+	hash       uint64 // of key, by the index's seed
 	val        Cached
 	prev, next *lruEntry
 }
 
 // newResultLRU returns an empty cache of at most size (> 0) entries.
 func newResultLRU(size int, onEvict func(Cached)) *resultLRU {
-	c := &resultLRU{size: size, items: make(map[string]*lruEntry), onEvict: onEvict}
+	c := &resultLRU{size: size, onEvict: onEvict}
+	c.items.seed = maphash.MakeSeed()
+	c.items.init()
 	c.root.next, c.root.prev = &c.root, &c.root
 	return c
 }
@@ -51,9 +63,10 @@ func (c *resultLRU) pushFront(e *lruEntry) {
 // Add keeps val as key's value, the newest entry, and reports whether it
 // evicted the oldest entry to make room.
 func (c *resultLRU) Add(key string, val Cached) (evicted bool) {
+	h := c.items.hash(key)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if e := c.items[key]; e != nil {
+	if e := c.items.get(key, h); e != nil {
 		old := e.val
 		e.val = val
 		c.unlink(e)
@@ -62,11 +75,11 @@ func (c *resultLRU) Add(key string, val Cached) (evicted bool) {
 		return false
 	}
 	var e *lruEntry
-	if len(c.items) >= c.size {
+	if c.items.n >= c.size {
 		// Full: the oldest entry's memory goes to the new key.
 		e = c.root.prev
 		c.unlink(e)
-		delete(c.items, e.key)
+		c.items.remove(e)
 		old := e.val
 		*e = lruEntry{}
 		c.onEvict(old)
@@ -74,8 +87,8 @@ func (c *resultLRU) Add(key string, val Cached) (evicted bool) {
 	} else {
 		e = new(lruEntry)
 	}
-	e.key, e.val = key, val
-	c.items[key] = e
+	e.key, e.hash, e.val = key, h, val
+	c.items.put(e)
 	c.pushFront(e)
 	return evicted
 }
@@ -83,9 +96,10 @@ func (c *resultLRU) Add(key string, val Cached) (evicted bool) {
 // Get returns key's value and makes it the newest entry, if the cache
 // holds key.
 func (c *resultLRU) Get(key string) (Cached, bool) {
+	h := c.items.hash(key)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	e := c.items[key]
+	e := c.items.get(key, h)
 	if e == nil {
 		return Cached{}, false
 	}
@@ -98,9 +112,10 @@ func (c *resultLRU) Get(key string) (Cached, bool) {
 
 // Remove drops key's entry and reports whether there was one.
 func (c *resultLRU) Remove(key string) bool {
+	h := c.items.hash(key)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	e := c.items[key]
+	e := c.items.get(key, h)
 	if e == nil {
 		return false
 	}
@@ -123,7 +138,7 @@ func (c *resultLRU) RemoveOldest() (string, Cached, bool) {
 
 func (c *resultLRU) drop(e *lruEntry) {
 	c.unlink(e)
-	delete(c.items, e.key)
+	c.items.remove(e)
 	old := e.val
 	*e = lruEntry{} // a Get may have copied e.val; e itself is garbage now
 	c.onEvict(old)
@@ -133,7 +148,7 @@ func (c *resultLRU) drop(e *lruEntry) {
 func (c *resultLRU) Keys() []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	keys := make([]string, 0, len(c.items))
+	keys := make([]string, 0, c.items.n)
 	for e := c.root.prev; e != &c.root; e = e.prev {
 		keys = append(keys, e.key)
 	}
@@ -144,7 +159,7 @@ func (c *resultLRU) Keys() []string {
 func (c *resultLRU) Len() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return len(c.items)
+	return c.items.n
 }
 
 // Purge drops every entry.
@@ -157,6 +172,96 @@ func (c *resultLRU) Purge() {
 		*e = lruEntry{}
 		e = prev
 	}
-	c.items = make(map[string]*lruEntry) // the old one's memory goes too
+	c.items.init() // the old table's memory goes too
 	c.root.next, c.root.prev = &c.root, &c.root
+}
+
+// lruIndex finds a resultLRU's entries by key: open addressing with linear
+// probing, at most half full, and deletion by moving the entries after the
+// deleted one back (no tombstones), so that a key it does not hold is found
+// missing at the first empty slot, a slot or two away. Each slot keeps its
+// entry's hash, so that a probe reads the entry itself only when the hash
+// matches. It grows with the entries it holds, as a map would.
+type lruIndex struct {
+	seed  maphash.Seed
+	slots []indexSlot // a power of two of them
+	n     int
+}
+
+type indexSlot struct {
+	hash uint64
+	e    *lruEntry // nil: empty
+}
+
+const minIndexSlots = 16
+
+// init empties the index. (The seed stays: a hash computed before the
+// lock was taken is still the key's.)
+func (x *lruIndex) init() {
+	x.slots = make([]indexSlot, minIndexSlots)
+	x.n = 0
+}
+
+// hash is safe to call without the cache's lock: the seed never changes.
+func (x *lruIndex) hash(key string) uint64 { return maphash.String(x.seed, key) }
+
+func (x *lruIndex) mask() uint64 { return uint64(len(x.slots) - 1) }
+
+// get returns the entry of key, whose hash is h, or nil.
+func (x *lruIndex) get(key string, h uint64) *lruEntry {
+	m := x.mask()
+	for i := h & m; ; i = (i + 1) & m {
+		sl := &x.slots[i]
+		if sl.e == nil {
+			return nil
+		}
+		if sl.hash == h && sl.e.key == key {
+			return sl.e
+		}
+	}
+}
+
+// put adds e, whose key it does not hold.
+func (x *lruIndex) put(e *lruEntry) {
+	if 2*(x.n+1) > len(x.slots) {
+		old := x.slots
+		x.slots = make([]indexSlot, 2*len(old))
+		for _, o := range old {
+			if o.e != nil {
+				x.place(o)
+			}
+		}
+	}
+	x.place(indexSlot{hash: e.hash, e: e})
+	x.n++
+}
+
+func (x *lruIndex) place(sl indexSlot) {
+	m := x.mask()
+	i := sl.hash & m
+	for x.slots[i].e != nil {
+		i = (i + 1) & m
+	}
+	x.slots[i] = sl
+}
+
+// remove drops e, which it holds.
+func (x *lruIndex) remove(e *lruEntry) {
+	m := x.mask()
+	i := e.hash & m
+	for x.slots[i].e != e {
+		i = (i + 1) & m
+	}
+	// Move back each later entry of the run whose home slot is not
+	// between the hole and itself: its probe from home would otherwise
+	// stop at the hole.
+	for j := (i + 1) & m; x.slots[j].e != nil; j = (j + 1) & m {
+		home := x.slots[j].hash & m
+		if (j-home)&m >= (j-i)&m {
+			x.slots[i] = x.slots[j]
+			i = j
+		}
+	}
+	x.slots[i] = indexSlot{}
+	x.n--
 }

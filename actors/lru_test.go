@@ -15,9 +15,14 @@ func cachedOf(v string) Cached {
 
 // TestResultLRU checks the cache against a model: a slice of keys, oldest
 // first, with their values; every value that leaves must reach onEvict
-// exactly once, so that the shard's byte count stays exact.
+// exactly once, so that the shard's byte count stays exact. The larger
+// cache makes its index grow and delete within long runs of slots.
 func TestResultLRU(t *testing.T) {
-	const size = 5
+	t.Run("5", func(t *testing.T) { testResultLRU(t, 5, 9, 20000) })
+	t.Run("300", func(t *testing.T) { testResultLRU(t, 300, 700, 30000) })
+}
+
+func testResultLRU(t *testing.T, size, nkeys, steps int) {
 	var out int // sizes of the values handed to onEvict
 	c := newResultLRU(size, func(v Cached) { out += v.Size })
 	type item struct{ key, val string }
@@ -27,8 +32,8 @@ func TestResultLRU(t *testing.T) {
 		return slices.IndexFunc(model, func(it item) bool { return it.key == k })
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
-	for step := range 20000 {
-		k := "k" + strconv.Itoa(rng.IntN(9))
+	for step := range steps {
+		k := "k" + strconv.Itoa(rng.IntN(nkeys))
 		switch op := rng.IntN(10); {
 		case op < 4:
 			v := k + "-" + strconv.Itoa(step)
