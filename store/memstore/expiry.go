@@ -24,6 +24,10 @@ type expiryQueue struct {
 	blocks [][]expiryItem
 	head   int
 	n      int // items queued
+	// headAt is the head's time, when there is a head: every operation
+	// checks it (see sweep), and it is read here without touching the
+	// block, which an operation on another key seldom has in cache.
+	headAt int64
 }
 
 // queueBlock is how many items a block of a queue holds (8 KiB).
@@ -38,6 +42,9 @@ func (q *expiryQueue) push(it expiryItem) {
 		last++
 	}
 	q.blocks[last] = append(q.blocks[last], it)
+	if q.n == 0 {
+		q.headAt = it.at
+	}
 	q.n++
 }
 
@@ -51,10 +58,10 @@ func (q *expiryQueue) front() (expiryItem, bool) {
 
 // popDue removes and returns the head if it is due at now.
 func (q *expiryQueue) popDue(now time.Time) (expiryItem, bool) {
-	it, ok := q.front()
-	if !ok || now.UnixNano() < it.at {
+	if q.n == 0 || now.UnixNano() < q.headAt {
 		return expiryItem{}, false
 	}
+	it := q.blocks[0][q.head]
 	q.drop()
 	return it, true
 }
@@ -65,18 +72,20 @@ func (q *expiryQueue) drop() {
 	b[q.head] = expiryItem{}
 	q.head++
 	q.n--
-	if q.head < len(b) {
-		return
+	if q.head == len(b) {
+		// The first block is read: a lone block is used again from its
+		// start, one with others after it goes.
+		q.head = 0
+		if len(q.blocks) == 1 {
+			q.blocks[0] = b[:0]
+		} else {
+			q.blocks[0] = nil
+			q.blocks = q.blocks[1:]
+		}
 	}
-	// The first block is read: a lone block is used again from its start,
-	// one with others after it goes.
-	q.head = 0
-	if len(q.blocks) == 1 {
-		q.blocks[0] = b[:0]
-		return
+	if q.n > 0 {
+		q.headAt = q.blocks[0][q.head].at
 	}
-	q.blocks[0] = nil
-	q.blocks = q.blocks[1:]
 }
 
 // filter keeps, in order, the items for which keep reports true, and
@@ -107,6 +116,9 @@ func (q *expiryQueue) filter(keep func(expiryItem) bool) {
 	clear(q.blocks[nb:])
 	q.blocks = q.blocks[:nb]
 	q.head, q.n = 0, w
+	if w > 0 {
+		q.headAt = q.blocks[0][0].at
+	}
 }
 
 // maxQueues bounds the distinct durations with a queue of their own; the

@@ -54,8 +54,8 @@ func TestExpiryQueueBlocks(t *testing.T) {
 		if q.len() != len(model) {
 			t.Fatalf("step %d: len %d, model %d", step, q.len(), len(model))
 		}
-		if it, ok := q.front(); ok != (len(model) > 0) || ok && it.at != model[0] {
-			t.Fatalf("step %d: front %d %v; model %d items", step, it.at, ok, len(model))
+		if it, ok := q.front(); ok != (len(model) > 0) || ok && (it.at != model[0] || q.headAt != it.at) {
+			t.Fatalf("step %d: front %d %v, headAt %d; model %d items", step, it.at, ok, q.headAt, len(model))
 		}
 		if want := (len(model) + q.head + queueBlock - 1) / queueBlock; len(q.blocks) > max(1, want) {
 			t.Fatalf("step %d: %d blocks for %d items from %d", step, len(q.blocks), len(model), q.head)
