@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
-	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/idemrt/idem/clock"
 	"github.com/idemrt/idem/internal/handoff"
@@ -78,7 +77,7 @@ type shard struct {
 	pid      *actor.PID
 	worker   *mailbox.Worker
 	inline   bool
-	cache    *lru.Cache[string, Cached]
+	cache    *resultLRU
 	// cacheBytes is the weight of what cache holds (see Config.CacheBytes),
 	// kept by cacheAdd and the cache's eviction callback.
 	cacheBytes atomic.Int64
@@ -150,9 +149,9 @@ func newShard(cfg *Config) *shard {
 	s.partitioner, _ = cfg.Store.(store.Partitioner)
 	s.gate.SetLimit(cfg.MaxPending)
 	if cfg.CacheEntries > 0 {
-		// Every removal (an eviction, Remove, an expired hit) goes
-		// through the callback; a replaced value does not (see cacheAdd).
-		s.cache, _ = lru.NewWithEvict(cfg.CacheEntries, func(_ string, c Cached) {
+		// Every value that leaves (an eviction, Remove, an expired hit, a
+		// replaced value, Purge) goes through the callback.
+		s.cache = newResultLRU(cfg.CacheEntries, func(c Cached) {
 			s.cacheBytes.Add(-int64(c.Size))
 		})
 	}
@@ -208,9 +207,8 @@ func (s *shard) cacheAdd(key string, c Cached) {
 		s.cache.Remove(key) // an older result of the key must not stay
 		return
 	}
-	s.cache.Remove(key) // a replaced value would not go through the callback
 	s.cacheBytes.Add(int64(c.Size))
-	s.cache.Add(key, c)
+	s.cache.Add(key, c) // a value it replaces goes through the callback
 	for most > 0 && s.cacheBytes.Load() > most {
 		if _, _, ok := s.cache.RemoveOldest(); !ok {
 			break

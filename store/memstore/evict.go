@@ -65,9 +65,13 @@ func (sh *shard) hasResult() bool {
 // are moved to the back of their queue, at most a few per call.
 func (sh *shard) evictResult() bool {
 	var best *expiryQueue
+	var bestAt int64
 	for _, q := range sh.expiry {
-		for rotated := 0; q.head < len(q.items) && rotated < 16; {
-			it := q.items[q.head]
+		for rotated := 0; rotated < 16; {
+			it, ok := q.front()
+			if !ok {
+				break
+			}
 			if sh.records[it.key] != it.rec {
 				q.drop() // stale: the record is gone or replaced
 				continue
@@ -78,8 +82,8 @@ func (sh *shard) evictResult() bool {
 				rotated++
 				continue
 			}
-			if best == nil || it.at < best.items[best.head].at {
-				best = q
+			if best == nil || it.at < bestAt {
+				best, bestAt = q, it.at
 			}
 			break
 		}
@@ -87,7 +91,7 @@ func (sh *shard) evictResult() bool {
 	if best == nil {
 		return false
 	}
-	it := best.items[best.head]
+	it, _ := best.front()
 	best.drop()
 	delete(sh.records, it.key)
 	return true

@@ -27,7 +27,7 @@ func (s *Store) Inspect(ctx context.Context, key string) (store.Entry, error) {
 	case r == nil:
 		return store.Entry{State: store.Absent}, nil
 	case r.state == completed:
-		return store.Entry{State: store.Done, Token: r.rec.Token, Record: r.rec}, nil
+		return store.Entry{State: store.Done, Token: r.token, Record: r.result()}, nil
 	}
 	e := store.Entry{State: store.Held, Token: r.token, Fingerprint: r.fp}
 	if left := r.leaseUntil.Sub(now); left > 0 {

@@ -44,7 +44,7 @@ func (s *Store) Claim(ctx context.Context, key string, req store.ClaimRequest) (
 		s.take(sh, key, r, req, now)
 		return store.ClaimResult{Status: store.Claimed, Token: r.token, Attempt: r.attempt, LeaseLeft: req.Lease}, nil
 	case r.state == completed:
-		return store.ClaimResult{Status: store.Completed, Record: r.rec}, nil
+		return store.ClaimResult{Status: store.Completed, Record: r.result()}, nil
 	case r.token.Owner == req.Owner:
 		return store.ClaimResult{Status: store.Claimed, Token: r.token, Attempt: r.attempt, LeaseLeft: r.leaseUntil.Sub(now)}, nil
 	case now.Before(r.leaseUntil) && (req.Dead == "" || r.token.Owner != req.Dead):
@@ -81,10 +81,16 @@ func (s *Store) take(sh *shard, key string, r *record, req store.ClaimRequest, n
 // holder returns the key's in-progress record if tok holds it.
 func (sh *shard) holder(key string, tok store.Token, now time.Time) (*record, error) {
 	r := sh.live(key, now)
-	if r == nil || r.state != inProgress || r.token != tok {
+	if !holds(r, tok) {
 		return nil, store.ErrLeaseLost
 	}
 	return r, nil
+}
+
+// holds reports whether r, a live record or nil, is a claim in progress
+// held by tok.
+func holds(r *record, tok store.Token) bool {
+	return r != nil && r.state == inProgress && r.token == tok
 }
 
 // Complete implements [store.Store].
@@ -98,34 +104,26 @@ func (s *Store) Complete(ctx context.Context, key string, tok store.Token, rec s
 	sh := s.shardOf(key)
 	sh.mu.Lock()
 	now := s.clock.Now()
-	if r := sh.live(key, now); r != nil && r.state == completed && r.rec.Token == tok {
-		out := r.rec
+	// One lookup (and one sweep) for both checks: holder would repeat them.
+	r := sh.live(key, now)
+	if r != nil && r.state == completed && r.token == tok {
+		out := r.result()
 		sh.mu.Unlock()
 		return out, nil
 	}
-	r, err := sh.holder(key, tok, now)
-	if err != nil {
+	if !holds(r, tok) {
 		sh.mu.Unlock()
-		return store.Record{}, err
+		return store.Record{}, store.ErrLeaseLost
 	}
 	r.state = completed
-	r.rec = store.Record{
-		Value:       cloneBytes(rec.Value),
-		Failed:      rec.Failed,
-		Error:       rec.Error,
-		Fingerprint: r.fp,
-		CreatedAt:   now,
-		ExpiresAt:   now.Add(ttl),
-		Token:       tok,
-	}
+	r.value, r.failed, r.errText, r.createdAt = cloneBytes(rec.Value), rec.Failed, rec.Error, now
 	if !bytes.Equal(rec.Fingerprint, r.fp) {
-		r.rec.Fingerprint = cloneBytes(rec.Fingerprint)
+		r.fp = cloneBytes(rec.Fingerprint)
 	}
-	r.fp = nil
 	sh.setRemoveAt(key, r, now, ttl)
 	waiters := r.waiters
 	r.waiters = nil
-	out := r.rec
+	out := r.result()
 	sh.mu.Unlock()
 	s.notify(key, waiters)
 	return out, nil
@@ -138,15 +136,14 @@ func (s *Store) Release(ctx context.Context, key string, tok store.Token) error 
 	}
 	sh := s.shardOf(key)
 	sh.mu.Lock()
-	now := s.clock.Now()
-	if sh.live(key, now) == nil {
+	r := sh.live(key, s.clock.Now())
+	if r == nil {
 		sh.mu.Unlock()
 		return nil
 	}
-	r, err := sh.holder(key, tok, now)
-	if err != nil {
+	if !holds(r, tok) {
 		sh.mu.Unlock()
-		return err
+		return store.ErrLeaseLost
 	}
 	waiters := r.waiters
 	sh.drop(key, r)
@@ -190,7 +187,7 @@ func (s *Store) Get(ctx context.Context, key string) (store.Record, error) {
 	if r == nil || r.state != completed {
 		return store.Record{}, store.ErrNotFound
 	}
-	return r.rec, nil
+	return r.result(), nil
 }
 
 // Forget implements [store.Store].

@@ -29,7 +29,7 @@ type shard struct {
 // function that fails) holds no more than the records the store counts.
 func (sh *shard) drop(key string, r *record) {
 	delete(sh.records, key)
-	r.fp, r.rec, r.waiters = nil, store.Record{}, nil
+	r.fp, r.value, r.errText, r.waiters = nil, nil, "", nil
 	sh.stale++
 	if sh.stale > max(minCompact, len(sh.records)) {
 		sh.compact()
@@ -43,14 +43,7 @@ const minCompact = 256
 // record is gone or replaced.
 func (sh *shard) compact() {
 	for _, q := range sh.expiry {
-		kept := q.items[:0]
-		for _, it := range q.items[q.head:] {
-			if sh.records[it.key] == it.rec {
-				kept = append(kept, it)
-			}
-		}
-		clear(q.items[len(kept):])
-		q.items, q.head = kept, 0
+		q.filter(func(it expiryItem) bool { return sh.records[it.key] == it.rec })
 	}
 	kept := sh.abandoned[:0]
 	for _, a := range sh.abandoned {
@@ -69,7 +62,7 @@ func (sh *shard) compact() {
 // MaxRecords bounds.
 func (sh *shard) held() (records, items int) {
 	for _, q := range sh.expiry {
-		items += len(q.items) - q.head
+		items += q.len()
 	}
 	return len(sh.records), items + len(sh.abandoned)
 }
@@ -81,21 +74,47 @@ const (
 )
 
 // record is one key's state: a claim in progress (token, lease, fp,
-// waiters) or, once completed, its result (rec). removeAt is when it goes:
+// waiters) or, once completed, its result. removeAt is when it goes:
 // lease + TTL after a claim (a renewal only moves it later), TTL after
 // completion, zero once a claim in progress has outlived it (see sweep).
+//
+// A completed record keeps only what its store.Record does not share with
+// the claim (see result): the token, fingerprint and expiry stay where the
+// claim had them. The store holds one record per key for its whole TTL, so
+// this keeps each in 208 bytes rather than 320 (less to allocate, clear and
+// for the collector to scan).
 type record struct {
-	state      uint8
-	attempt    uint32 // claims since the record was created
-	token      store.Token
+	state   uint8
+	listed  bool   // in its shard's abandoned list
+	failed  bool   // completed: the result is a permanent error
+	attempt uint32 // claims since the record was created
+	token   store.Token
+	// fp is the claim's fingerprint, then the result's.
+	fp         []byte
 	leaseUntil time.Time
 	lease      time.Duration
 	ttl        time.Duration
-	fp         []byte
-	rec        store.Record
 	removeAt   time.Time
 	waiters    []string
-	listed     bool // in its shard's abandoned list
+	// Completed: the result's value or error text, and when it was stored.
+	value     []byte
+	errText   string
+	createdAt time.Time
+}
+
+// result returns the stored result of a completed record. Its ExpiresAt is
+// removeAt: Complete sets both to the same time, and nothing moves the
+// removal of a completed record after that.
+func (r *record) result() store.Record {
+	return store.Record{
+		Value:       r.value,
+		Failed:      r.failed,
+		Error:       r.errText,
+		Fingerprint: r.fp,
+		CreatedAt:   r.createdAt,
+		ExpiresAt:   r.removeAt,
+		Token:       r.token,
+	}
 }
 
 // live returns the key's record unless it has expired, removing due records.
