@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"weak"
 
@@ -233,4 +234,49 @@ func TestResultLRUReleasesValues(t *testing.T) {
 			t.Errorf("value %d still reachable after it left the cache", i)
 		}
 	}
+}
+
+// TestResultLRUConcurrentBytes adds from one goroutine (the shard's) while
+// others hit and remove, as the hit path does with expired results: when
+// all stop, the byte count is the sum of the sizes held, and within bounds.
+func TestResultLRUConcurrentBytes(t *testing.T) {
+	const size, most = 50, 300
+	s := &shard{cfg: &Config{CacheEntries: size, CacheBytes: most}}
+	s.cache = newResultLRU(size, func(c Cached) { s.cacheBytes.Add(-int64(c.Size)) })
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(g), 7))
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				k := "k" + strconv.Itoa(rng.IntN(120))
+				if _, ok := s.cache.Get(k); ok && rng.IntN(3) == 0 {
+					s.cache.Remove(k)
+				}
+			}
+		}()
+	}
+	rng := rand.New(rand.NewPCG(1, 1))
+	for range 200_000 {
+		k := "k" + strconv.Itoa(rng.IntN(120))
+		s.cacheAdd(k, Cached{Size: rng.IntN(20)})
+	}
+	close(done)
+	wg.Wait()
+	var sum int64
+	for _, k := range s.cache.Keys() {
+		c, _ := s.cache.Get(k)
+		sum += int64(c.Size)
+	}
+	if got := s.cacheBytes.Load(); got != sum || sum > most || s.cache.Len() > size {
+		t.Fatalf("cacheBytes %d, sizes held %d (bound %d), %d entries", got, sum, most, s.cache.Len())
+	}
+	checkIndex(t, -1, s.cache)
 }
