@@ -215,3 +215,65 @@ func checkQueued(t *testing.T, step int, s *Store) {
 		sh.mu.Unlock()
 	}
 }
+
+// TestExpiryAtBlockBoundaries completes 255, 256, 257 and 513 keys of one
+// shard's queue in time order, interleaved with keys of a shorter TTL, and
+// checks that each is removed exactly when due, block boundary or not, and
+// that the queues are empty afterwards.
+func TestExpiryAtBlockBoundaries(t *testing.T) {
+	for _, n := range []int{1, 255, 256, 257, 512, 513} {
+		t.Run(strconv.Itoa(n), func(t *testing.T) {
+			ctx := context.Background()
+			c := clock.NewFake(time.Unix(1_700_000_000, 0))
+			s := New(Options{Clock: c})
+			// Keys of one shard, so that one queue holds them all.
+			var keys []string
+			want := s.shardOf("k0")
+			for i := 0; len(keys) < n; i++ {
+				if k := "k" + strconv.Itoa(i); s.shardOf(k) == want {
+					keys = append(keys, k)
+				}
+			}
+			for i, k := range keys {
+				ttl := time.Minute
+				if i%3 == 0 {
+					ttl = time.Second // another queue, due first
+				}
+				res, err := s.Claim(ctx, k, store.ClaimRequest{Owner: k, Lease: time.Second, TTL: ttl})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := s.Complete(ctx, k, res.Token, store.Record{Value: []byte(k)}, ttl); err != nil {
+					t.Fatal(err)
+				}
+				c.Advance(time.Millisecond)
+			}
+			check := func(after time.Duration) {
+				t.Helper()
+				for i, k := range keys {
+					ttl := time.Minute
+					if i%3 == 0 {
+						ttl = time.Second
+					}
+					_, err := s.Get(ctx, k)
+					due := !c.Now().Before(time.Unix(1_700_000_000, 0).Add(time.Duration(i)*time.Millisecond + ttl))
+					if due != errors.Is(err, store.ErrNotFound) {
+						t.Fatalf("after %v: key %d (ttl %v): %v, due %v", after, i, ttl, err, due)
+					}
+				}
+			}
+			check(0)
+			for _, d := range []time.Duration{time.Second, 200 * time.Millisecond, time.Minute} {
+				c.Advance(d)
+				check(d)
+			}
+			for i := range 2 * n {
+				s.Get(ctx, "other"+strconv.Itoa(i))
+			}
+			checkQueued(t, -1, s)
+			if records, queued := s.Held(); records != 0 || queued != 0 {
+				t.Fatalf("%d records and %d queue items held after every TTL", records, queued)
+			}
+		})
+	}
+}
