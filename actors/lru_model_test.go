@@ -226,14 +226,22 @@ func TestResultLRUReleasesValues(t *testing.T) {
 	c.Remove("b")
 	add("d")
 	add("e") // evicts the second c
+	runtime.GC()
+	runtime.GC()
+	for i, r := range refs {
+		if held := i >= len(refs)-2; (r.Value() != nil) != held {
+			t.Errorf("value %d reachable %v, held by the cache %v", i, r.Value() != nil, held)
+		}
+	}
 	c.Purge()
 	runtime.GC()
 	runtime.GC()
 	for i, r := range refs {
 		if r.Value() != nil {
-			t.Errorf("value %d still reachable after it left the cache", i)
+			t.Errorf("value %d still reachable after Purge", i)
 		}
 	}
+	runtime.KeepAlive(c) // the cache itself must stay, or the test proves nothing
 }
 
 // TestResultLRUConcurrentBytes adds from one goroutine (the shard's) while
