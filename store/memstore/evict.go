@@ -41,7 +41,7 @@ func (sh *shard) evictAbandoned() bool {
 		sh.abandoned = sh.abandoned[1:]
 		it.rec.listed = false
 		if sh.isAbandoned(it) {
-			delete(sh.records, it.key)
+			sh.remove(it.key, it.rec)
 			return true
 		}
 	}
@@ -93,6 +93,6 @@ func (sh *shard) evictResult() bool {
 	}
 	it, _ := best.front()
 	best.drop()
-	delete(sh.records, it.key)
+	sh.remove(it.key, it.rec)
 	return true
 }

@@ -28,12 +28,20 @@ type shard struct {
 // flood of keys released or forgotten (a handler that answers 4xx, a
 // function that fails) holds no more than the records the store counts.
 func (sh *shard) drop(key string, r *record) {
-	delete(sh.records, key)
-	r.fp, r.value, r.errText, r.waiters = nil, nil, "", nil
+	sh.remove(key, r)
 	sh.stale++
 	if sh.stale > max(minCompact, len(sh.records)) {
 		sh.compact()
 	}
+}
+
+// remove deletes key's record r and lets go of what it references: another
+// queue item may still name r (a record whose removal moved earlier by more
+// than a lease has two, see setRemoveAt), and would otherwise keep its
+// result alive until that item falls due, as late as the claim's TTL.
+func (sh *shard) remove(key string, r *record) {
+	delete(sh.records, key)
+	r.fp, r.value, r.errText, r.waiters = nil, nil, "", nil
 }
 
 // minCompact is the fewest stale queue items worth a compaction.
@@ -125,7 +133,7 @@ func (sh *shard) live(key string, now time.Time) *record {
 	sh.sweep(now, 4)
 	r := sh.records[key]
 	if r != nil && r.state == completed && !now.Before(r.removeAt) {
-		delete(sh.records, key)
+		sh.remove(key, r)
 		return nil
 	}
 	return r
@@ -158,7 +166,7 @@ func (sh *shard) sweep(now time.Time, n int) {
 				sh.addAbandoned(it)
 				continue
 			}
-			delete(sh.records, it.key)
+			sh.remove(it.key, r)
 		}
 	}
 }
