@@ -42,7 +42,9 @@ type lruEntry struct {
 
 // newResultLRU returns an empty cache of at most size (> 0) entries.
 func newResultLRU(size int, onEvict func(Cached)) *resultLRU {
-	c := &resultLRU{size: size, onEvict: onEvict}
+	// A cache holds one result at least: Add evicts until the new entry
+	// fits, which a size below one never lets it do.
+	c := &resultLRU{size: max(size, 1), onEvict: onEvict}
 	c.items.seed = maphash.MakeSeed()
 	c.items.init()
 	c.root.next, c.root.prev = &c.root, &c.root

@@ -100,3 +100,15 @@ func testResultLRU(t *testing.T, size, nkeys, steps int) {
 		t.Fatalf("after Purge, Add then Get = %q, %v", v.Record.Value, ok)
 	}
 }
+
+// A cache asked for no room holds one result: Add evicts until the new
+// entry fits, which a size of zero never lets it do.
+func TestResultLRUOfSizeZeroHoldsOne(t *testing.T) {
+	var evicted int
+	c := newResultLRU(0, func(Cached) { evicted++ })
+	c.Add("a", cachedOf("1"))
+	c.Add("b", cachedOf("2"))
+	if _, ok := c.Get("b"); !ok || c.Len() != 1 || evicted != 1 {
+		t.Fatalf("after two adds: b held %v, len %d, evicted %d; want b held, 1, 1", ok, c.Len(), evicted)
+	}
+}
