@@ -22,12 +22,13 @@ func TestLRUIndexCraftedHashes(t *testing.T) {
 		{"spread", func(rng *rand.Rand, _ int) uint64 { return rng.Uint64() }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			var x lruIndex
 			x.init()
 			rng := rand.New(rand.NewPCG(5, 6))
 			held := map[string]*lruEntry{}
 			hashes := map[string]uint64{}
-			for step := range 100_000 {
+			for step := range 20_000 {
 				k := strconv.Itoa(rng.IntN(60))
 				h, ok := hashes[k]
 				if !ok {
