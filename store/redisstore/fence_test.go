@@ -105,39 +105,11 @@ type holdingProxy struct {
 }
 
 func newHoldingProxy(t *testing.T, target string) *holdingProxy {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &holdingProxy{ln: ln, waiting: make(chan struct{}, 1)}
-	var mu sync.Mutex
-	var open []net.Conn
-	t.Cleanup(func() {
-		ln.Close()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range open {
-			c.Close()
-		}
+	p := &holdingProxy{waiting: make(chan struct{}, 1)}
+	p.ln = proxy(t, target, func(c, u net.Conn) {
+		go p.pipe(u, c, true)
+		go p.pipe(c, u, false)
 	})
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			u, err := net.Dial("tcp", target)
-			if err != nil {
-				c.Close()
-				continue
-			}
-			mu.Lock()
-			open = append(open, c, u)
-			mu.Unlock()
-			go p.pipe(u, c, true)
-			go p.pipe(c, u, false)
-		}
-	}()
 	return p
 }
 

@@ -37,60 +37,32 @@ func (p *frozenPair) isFrozen() bool {
 }
 
 func newFreezer(t *testing.T, target string) *freezer {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := &freezer{ln: ln, target: target}
-	var open []net.Conn
-	var openMu sync.Mutex
-	t.Cleanup(func() {
-		ln.Close()
-		openMu.Lock()
-		for _, c := range open {
-			c.Close()
-		}
-		openMu.Unlock()
-	})
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			u, err := net.Dial("tcp", target)
-			if err != nil {
-				c.Close()
-				continue
-			}
-			openMu.Lock()
-			open = append(open, c, u)
-			openMu.Unlock()
-			p := &frozenPair{}
-			f.mu.Lock()
-			f.conns = append(f.conns, p)
-			f.mu.Unlock()
-			pipe := func(dst, src net.Conn) {
-				buf := make([]byte, 32<<10)
-				for {
-					n, err := src.Read(buf)
-					if n > 0 && !p.isFrozen() {
-						if _, werr := dst.Write(buf[:n]); werr != nil {
-							return
-						}
-					}
-					if err != nil {
-						if !p.isFrozen() {
-							dst.Close()
-						}
+	f := &freezer{target: target}
+	f.ln = proxy(t, target, func(c, u net.Conn) {
+		p := &frozenPair{}
+		f.mu.Lock()
+		f.conns = append(f.conns, p)
+		f.mu.Unlock()
+		pipe := func(dst, src net.Conn) {
+			buf := make([]byte, 32<<10)
+			for {
+				n, err := src.Read(buf)
+				if n > 0 && !p.isFrozen() {
+					if _, werr := dst.Write(buf[:n]); werr != nil {
 						return
 					}
 				}
+				if err != nil {
+					if !p.isFrozen() {
+						dst.Close()
+					}
+					return
+				}
 			}
-			go pipe(u, c)
-			go pipe(c, u)
 		}
-	}()
+		go pipe(u, c)
+		go pipe(c, u)
+	})
 	return f
 }
 
