@@ -208,8 +208,8 @@ func (rt *Runtime) Stats() Stats {
 		st.CacheEntries += s.CacheEntries
 		st.CacheBytes += s.CacheBytes
 		st.CacheDrops += s.CacheDrops
+		st.Invalidations += s.Invalidations
 	})
-	st.Invalidations = rt.set.Invalidations()
 	return st
 }
 

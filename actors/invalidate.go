@@ -45,10 +45,6 @@ func (set *Set) onInvalidation(inv store.Invalidation) {
 	}
 }
 
-// Invalidations returns how many invalidations the set received from the
-// store (a lost subscription counts one).
-func (set *Set) Invalidations() int64 { return set.nInvalidations.Load() }
-
 // onInvalidate drops from the LRU what inv names, and keeps every entry it
 // names from caching what its store reads find.
 func (s *shard) onInvalidate(inv store.Invalidation) {

@@ -56,6 +56,11 @@ type Stats struct {
 	// CacheDrops counts the LRU entries dropped by store invalidations
 	// (store.Invalidator).
 	CacheDrops int64
+	// Invalidations counts the invalidations the set received from the
+	// store (a lost subscription counts one). It is the set's, not a
+	// shard's: shard 0 reports it, the others 0, so that a sum over the
+	// shards counts each once.
+	Invalidations int64
 }
 
 // NewSet starts n shard actors sharing cfg. Its Logger, Clock and Store must
@@ -240,6 +245,9 @@ func (set *Set) Stats(each func(shard int, st Stats)) {
 			Batches: s.nBatches.Load(), Ops: s.nOps.Load(), EarlyTakeovers: s.nEarly.Load(), CacheDrops: s.nDrops.Load()}
 		if s.cache != nil {
 			st.CacheEntries, st.CacheBytes = s.cache.Len(), s.cacheBytes.Load()
+		}
+		if i == 0 {
+			st.Invalidations = set.nInvalidations.Load()
 		}
 		each(i, st)
 	}
