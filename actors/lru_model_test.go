@@ -105,11 +105,12 @@ func TestResultLRUAgainstModel(t *testing.T) {
 		{7, 40, 30, 60000},
 		{16, 17, 0, 60000},
 		{64, 200, 400, 100000},
-		{1000, 1500, 0, 200000},
-		{1000, 5000, 20000, 200000},
+		{1000, 1500, 0, 100000},
+		{1000, 5000, 20000, 100000},
 	} {
 		name := strconv.Itoa(tc.size) + "-" + strconv.Itoa(tc.nkeys) + "-" + strconv.FormatInt(tc.most, 10)
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			testLRUModel(t, tc.size, tc.nkeys, tc.most, tc.steps)
 		})
 	}

@@ -32,12 +32,12 @@ type modelRec struct {
 // its TTL by a lost item.
 func TestStoreExpiryAgainstModel(t *testing.T) {
 	for seed := range uint64(4) {
-		t.Run(strconv.FormatUint(seed, 10), func(t *testing.T) { testStoreExpiryModel(t, seed, 0) })
+		t.Run(strconv.FormatUint(seed, 10), func(t *testing.T) { t.Parallel(); testStoreExpiryModel(t, seed, 0) })
 	}
 	// A full store evicts results before their TTL: the model then only
 	// loses keys, the store never returns a wrong or expired result.
 	for seed := range uint64(3) {
-		t.Run("full"+strconv.FormatUint(seed, 10), func(t *testing.T) { testStoreExpiryModel(t, seed, 2*shardCount) })
+		t.Run("full"+strconv.FormatUint(seed, 10), func(t *testing.T) { t.Parallel(); testStoreExpiryModel(t, seed, 2*shardCount) })
 	}
 }
 
