@@ -240,7 +240,7 @@ func settledOutcome(out Outcome, err error) Outcome {
 func (rt *Runtime) wait(ctx context.Context, req *actors.Request, leave bool) (actors.Reply, error) {
 	var stopped <-chan struct{}
 	if !leave {
-		stopped = rt.set.Done()
+		stopped = rt.stopped
 	} else if ctx.Done() == nil {
 		// Nothing to watch but the reply: a plain receive wakes faster
 		// than a select (a storm's waiters all pass here).

@@ -18,9 +18,11 @@ import (
 // Runtime runs functions once per idempotency key. Create it with [New],
 // call [Do] from any goroutine, and [Runtime.Close] it when done.
 type Runtime struct {
-	opts     Options
-	clock    clock.Clock
-	set      *actors.Set
+	opts  Options
+	clock clock.Clock
+	set   *actors.Set
+	// stopped is closed when the shards have stopped (actors.Config.OnStop).
+	stopped  chan struct{}
 	closed   atomic.Bool
 	ownStore *memstore.Store
 	store    store.Store // the store in use: Options.Store, or ownStore
@@ -43,7 +45,7 @@ func New(opts Options) (*Runtime, error) {
 	if err != nil {
 		return nil, err
 	}
-	rt := &Runtime{opts: o, clock: o.Clock}
+	rt := &Runtime{opts: o, clock: o.Clock, stopped: make(chan struct{})}
 	if o.Store == nil {
 		full := memstore.RefuseWhenFull
 		if o.EvictWhenFull {
@@ -87,6 +89,7 @@ func New(opts Options) (*Runtime, error) {
 		StoreTimeout: o.StoreTimeout,
 		PollInterval: o.PollInterval,
 		OnBatch:      batchObserver(o.Observer),
+		OnStop:       func() { close(rt.stopped) },
 
 		EarlyTakeover: !o.Liveness.Disable,
 		LiveEvery:     o.Liveness.Every,

@@ -232,10 +232,6 @@ func (set *Set) Forget(ctx context.Context, key string) error {
 	return set.shardOf(key).forget(ctx, key)
 }
 
-// Done is closed when the shards have stopped; a caller still waiting then
-// gets no answer and must give up.
-func (set *Set) Done() <-chan struct{} { return set.done }
-
 // Stats calls each with each shard's index and counters, in index order
 // (a callback rather than a slice: Stats is read in loops, and should
 // neither allocate nor need a large frame).
@@ -336,6 +332,9 @@ func (set *Set) close(ctx context.Context) error {
 	set.observeMu.Unlock()
 	set.closeErr = err // before done is closed: later calls read it after
 	close(set.done)
+	if set.cfg.OnStop != nil {
+		set.cfg.OnStop()
+	}
 	set.sys.shutdown()
 	return err
 }

@@ -54,6 +54,10 @@ type Config struct {
 	// shard's index, the batch's operations, how many of them failed with a
 	// store error (not a contract error), and how long it took.
 	OnBatch func(shard, ops, failed int, took time.Duration)
+	// OnStop, when set, is called once when the shards have stopped (by
+	// Close, or a forced Close past its deadline): a caller still waiting
+	// on a shard then gets no answer and must give up.
+	OnStop func()
 	// EarlyTakeover turns on liveness beats and early takeover (see
 	// liveness.go) when the store implements store.Liveness. LiveEvery,
 	// LiveTTL and LiveGrace are its settings; 0 means DefaultLiveEvery,
