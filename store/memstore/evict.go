@@ -27,7 +27,7 @@ func (sh *shard) addAbandoned(it expiryItem) {
 // removal time that nothing has touched since.
 func (sh *shard) isAbandoned(it expiryItem) bool {
 	r := sh.records[it.key]
-	return r == it.rec && r.state == inProgress && r.removeAt.IsZero()
+	return r == it.rec && r.state == inProgress && r.removeAt == 0
 }
 
 // evictAbandoned removes the oldest claim in progress that outlived its
@@ -65,7 +65,7 @@ func (sh *shard) hasResult() bool {
 // are moved to the back of their queue, at most a few per call.
 func (sh *shard) evictResult() bool {
 	var best *expiryQueue
-	var bestAt int64
+	var bestAt tick
 	for _, q := range sh.expiry {
 		for rotated := 0; rotated < 16; {
 			it, ok := q.front()

@@ -4,7 +4,7 @@ import "time"
 
 // expiryItem asks for key to be removed at at, if it still maps to rec.
 type expiryItem struct {
-	at  int64 // Unix nanoseconds
+	at  tick
 	key string
 	rec *record
 }
@@ -27,7 +27,7 @@ type expiryQueue struct {
 	// headAt is the head's time, when there is a head: every operation
 	// checks it (see sweep), and it is read here without touching the
 	// block, which an operation on another key seldom has in cache.
-	headAt int64
+	headAt tick
 }
 
 // queueBlock is how many items a block of a queue holds (8 KiB).
@@ -57,8 +57,8 @@ func (q *expiryQueue) front() (expiryItem, bool) {
 }
 
 // popDue removes and returns the head if it is due at now.
-func (q *expiryQueue) popDue(now time.Time) (expiryItem, bool) {
-	if q.n == 0 || now.UnixNano() < q.headAt {
+func (q *expiryQueue) popDue(now tick) (expiryItem, bool) {
+	if q.n == 0 || now < q.headAt {
 		return expiryItem{}, false
 	}
 	it := q.blocks[0][q.head]

@@ -4,16 +4,15 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
-	"time"
 )
 
 // TestExpiryQueueBlocks checks the queue against a slice across many block
 // boundaries: pushes, due pops, drops and filters keep the items in order.
 func TestExpiryQueueBlocks(t *testing.T) {
 	var q expiryQueue
-	var model []int64
+	var model []tick
 	rng := rand.New(rand.NewPCG(3, 4))
-	next := int64(1)
+	next := tick(1)
 	for step := range 50000 {
 		switch op := rng.IntN(100); {
 		case op < 55:
@@ -24,9 +23,9 @@ func TestExpiryQueueBlocks(t *testing.T) {
 			}
 		case op < 80:
 			// Everything up to a time is due.
-			until := next - int64(rng.IntN(3*queueBlock))
+			until := next - tick(rng.IntN(3*queueBlock))
 			for {
-				it, ok := q.popDue(time.Unix(0, until))
+				it, ok := q.popDue(until)
 				if !ok {
 					break
 				}
@@ -47,9 +46,9 @@ func TestExpiryQueueBlocks(t *testing.T) {
 				model = model[1:]
 			}
 		default:
-			m := int64(2 + rng.IntN(5))
+			m := tick(2 + rng.IntN(5))
 			q.filter(func(it expiryItem) bool { return it.at%m != 0 })
-			model = slices.DeleteFunc(model, func(at int64) bool { return at%m == 0 })
+			model = slices.DeleteFunc(model, func(at tick) bool { return at%m == 0 })
 		}
 		if q.len() != len(model) {
 			t.Fatalf("step %d: len %d, model %d", step, q.len(), len(model))
@@ -61,7 +60,7 @@ func TestExpiryQueueBlocks(t *testing.T) {
 			t.Fatalf("step %d: %d blocks for %d items from %d", step, len(q.blocks), len(model), q.head)
 		}
 	}
-	var got []int64
+	var got []tick
 	for {
 		it, ok := q.front()
 		if !ok {

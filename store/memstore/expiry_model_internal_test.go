@@ -200,7 +200,7 @@ func checkQueued(t *testing.T, step int, s *Store) {
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.Lock()
-		due := map[*record]int64{}
+		due := map[*record]tick{}
 		for _, q := range sh.expiry {
 			n := 0
 			for bi, b := range q.blocks {
@@ -226,10 +226,10 @@ func checkQueued(t *testing.T, step int, s *Store) {
 			}
 		}
 		for k, r := range sh.records {
-			if r.removeAt.IsZero() {
+			if r.removeAt == 0 {
 				continue
 			}
-			if at, ok := due[r]; !ok || at > r.removeAt.Add(r.lease).UnixNano() {
+			if at, ok := due[r]; !ok || at > r.removeAt+ticks(r.lease) {
 				t.Fatalf("step %d: %s (state %d) removed at %v has no item due by then (%v %d)", step, k, r.state, r.removeAt, ok, at)
 			}
 		}

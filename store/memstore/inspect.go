@@ -2,6 +2,7 @@ package memstore
 
 import (
 	"context"
+	"time"
 
 	"github.com/idemrt/idem/store"
 )
@@ -21,16 +22,16 @@ func (s *Store) Inspect(ctx context.Context, key string) (store.Entry, error) {
 	sh := s.shardOf(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	now := s.clock.Now()
+	now := s.tickOf(s.clock.Now())
 	r := sh.live(key, now)
 	switch {
 	case r == nil:
 		return store.Entry{State: store.Absent}, nil
 	case r.state == completed:
-		return store.Entry{State: store.Done, Token: r.token, Record: r.result()}, nil
+		return store.Entry{State: store.Done, Token: r.token, Record: r.result(s)}, nil
 	}
 	e := store.Entry{State: store.Held, Token: r.token, Fingerprint: r.fp}
-	if left := r.leaseUntil.Sub(now); left > 0 {
+	if left := time.Duration(r.leaseUntil - now); left > 0 {
 		e.LeaseLeft = left
 	}
 	return e, nil

@@ -95,6 +95,7 @@ const DefaultMaxRecords = 1 << 20
 // concurrent use.
 type Store struct {
 	clock    clock.Clock
+	epoch    time.Time     // tick 0 (see tick)
 	fence    atomic.Uint64 // the last fence handed out
 	closed   atomic.Bool
 	perShard int
@@ -133,7 +134,7 @@ func New(opts Options) *Store {
 	if limit <= 0 {
 		limit = DefaultMaxRecords
 	}
-	s := &Store{clock: c, subs: make(map[string]func(string)), perShard: ceilDiv(limit, shardCount), whenFull: opts.WhenFull}
+	s := &Store{clock: c, epoch: c.Now().Add(-epochBefore), subs: make(map[string]func(string)), perShard: ceilDiv(limit, shardCount), whenFull: opts.WhenFull}
 	for i := range s.shards {
 		s.shards[i].records = make(map[string]*record)
 	}

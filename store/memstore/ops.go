@@ -23,7 +23,8 @@ func (s *Store) Claim(ctx context.Context, key string, req store.ClaimRequest) (
 	sh := s.shardOf(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	now := s.clock.Now()
+	wall := s.clock.Now()
+	now := s.tickOf(wall)
 	r := sh.live(key, now)
 	switch {
 	case r == nil:
@@ -41,45 +42,48 @@ func (s *Store) Claim(ctx context.Context, key string, req store.ClaimRequest) (
 		}
 		r = &record{}
 		sh.records[key] = r
-		s.take(sh, key, r, req, now)
+		s.take(sh, key, r, req, wall, now)
 		return store.ClaimResult{Status: store.Claimed, Token: r.token, Attempt: r.attempt, LeaseLeft: req.Lease}, nil
 	case r.state == completed:
-		return store.ClaimResult{Status: store.Completed, Record: r.result()}, nil
+		return store.ClaimResult{Status: store.Completed, Record: r.result(s)}, nil
 	case r.token.Owner == req.Owner:
-		return store.ClaimResult{Status: store.Claimed, Token: r.token, Attempt: r.attempt, LeaseLeft: r.leaseUntil.Sub(now)}, nil
-	case now.Before(r.leaseUntil) && (req.Dead == "" || r.token.Owner != req.Dead):
-		if req.Waiter != "" && !slices.Contains(r.waiters, req.Waiter) {
-			r.waiters = append(r.waiters, req.Waiter)
+		return store.ClaimResult{Status: store.Claimed, Token: r.token, Attempt: r.attempt, LeaseLeft: time.Duration(r.leaseUntil - now)}, nil
+	case now < r.leaseUntil && (req.Dead == "" || r.token.Owner != req.Dead):
+		if req.Waiter != "" && !slices.Contains(r.waiting(), req.Waiter) {
+			if r.waiters == nil {
+				r.waiters = new([]string)
+			}
+			*r.waiters = append(*r.waiters, req.Waiter)
 		}
 		return store.ClaimResult{
 			Status:      store.InProgress,
 			Token:       store.Token{Fence: r.token.Fence},
-			LeaseLeft:   r.leaseUntil.Sub(now),
+			LeaseLeft:   time.Duration(r.leaseUntil - now),
 			Fingerprint: r.fp,
 			Holder:      r.token.Owner,
 		}, nil
 	default:
-		s.take(sh, key, r, req, now)
+		s.take(sh, key, r, req, wall, now)
 		return store.ClaimResult{Status: store.Claimed, Token: r.token, Takeover: true, Attempt: r.attempt, LeaseLeft: req.Lease}, nil
 	}
 }
 
 // take gives r (new, or in progress under a lease that ended) to req's
 // owner, with the store's next fence.
-func (s *Store) take(sh *shard, key string, r *record, req store.ClaimRequest, now time.Time) {
+func (s *Store) take(sh *shard, key string, r *record, req store.ClaimRequest, wall time.Time, now tick) {
 	r.state = inProgress
 	if r.attempt < math.MaxUint32 {
 		r.attempt++
 	}
-	r.token = store.Token{Fence: s.nextFence(now), Owner: req.Owner}
-	r.leaseUntil = now.Add(req.Lease)
+	r.token = store.Token{Fence: s.nextFence(wall), Owner: req.Owner}
+	r.leaseUntil = now + ticks(req.Lease)
 	r.lease, r.ttl = req.Lease, req.TTL
 	r.fp = cloneBytes(req.Fingerprint)
 	sh.setRemoveAt(key, r, now, req.Lease+req.TTL)
 }
 
 // holder returns the key's in-progress record if tok holds it.
-func (sh *shard) holder(key string, tok store.Token, now time.Time) (*record, error) {
+func (sh *shard) holder(key string, tok store.Token, now tick) (*record, error) {
 	r := sh.live(key, now)
 	if !holds(r, tok) {
 		return nil, store.ErrLeaseLost
@@ -103,11 +107,11 @@ func (s *Store) Complete(ctx context.Context, key string, tok store.Token, rec s
 	}
 	sh := s.shardOf(key)
 	sh.mu.Lock()
-	now := s.clock.Now()
+	now := s.tickOf(s.clock.Now())
 	// One lookup (and one sweep) for both checks: holder would repeat them.
 	r := sh.live(key, now)
 	if r != nil && r.state == completed && r.token == tok {
-		out := r.result()
+		out := r.result(s)
 		sh.mu.Unlock()
 		return out, nil
 	}
@@ -121,9 +125,9 @@ func (s *Store) Complete(ctx context.Context, key string, tok store.Token, rec s
 		r.fp = cloneBytes(rec.Fingerprint)
 	}
 	sh.setRemoveAt(key, r, now, ttl)
-	waiters := r.waiters
+	waiters := r.waiting()
 	r.waiters = nil
-	out := r.result()
+	out := r.result(s)
 	sh.mu.Unlock()
 	s.notify(key, waiters)
 	return out, nil
@@ -136,7 +140,7 @@ func (s *Store) Release(ctx context.Context, key string, tok store.Token) error 
 	}
 	sh := s.shardOf(key)
 	sh.mu.Lock()
-	r := sh.live(key, s.clock.Now())
+	r := sh.live(key, s.tickOf(s.clock.Now()))
 	if r == nil {
 		sh.mu.Unlock()
 		return nil
@@ -145,7 +149,7 @@ func (s *Store) Release(ctx context.Context, key string, tok store.Token) error 
 		sh.mu.Unlock()
 		return store.ErrLeaseLost
 	}
-	waiters := r.waiters
+	waiters := r.waiting()
 	sh.drop(key, r)
 	sh.mu.Unlock()
 	s.notify(key, waiters)
@@ -163,13 +167,13 @@ func (s *Store) Renew(ctx context.Context, key string, tok store.Token, lease ti
 	sh := s.shardOf(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	now := s.clock.Now()
+	now := s.tickOf(s.clock.Now())
 	r, err := sh.holder(key, tok, now)
 	if err != nil {
 		return err
 	}
-	r.leaseUntil = now.Add(lease)
-	if at := r.leaseUntil.Add(r.ttl); at.After(r.removeAt) {
+	r.leaseUntil = now + ticks(lease)
+	if at := r.leaseUntil + ticks(r.ttl); at > r.removeAt {
 		sh.setRemoveAt(key, r, now, lease+r.ttl)
 	}
 	return nil
@@ -183,11 +187,11 @@ func (s *Store) Get(ctx context.Context, key string) (store.Record, error) {
 	sh := s.shardOf(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	r := sh.live(key, s.clock.Now())
+	r := sh.live(key, s.tickOf(s.clock.Now()))
 	if r == nil || r.state != completed {
 		return store.Record{}, store.ErrNotFound
 	}
-	return r.result(), nil
+	return r.result(s), nil
 }
 
 // Forget implements [store.Store].
@@ -197,7 +201,7 @@ func (s *Store) Forget(ctx context.Context, key string) error {
 	}
 	sh := s.shardOf(key)
 	sh.mu.Lock()
-	r := sh.live(key, s.clock.Now())
+	r := sh.live(key, s.tickOf(s.clock.Now()))
 	switch {
 	case r == nil:
 		sh.mu.Unlock()

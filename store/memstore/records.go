@@ -88,9 +88,10 @@ const (
 //
 // A completed record keeps only what its store.Record does not share with
 // the claim (see result): the token, fingerprint and expiry stay where the
-// claim had them. The store holds one record per key for its whole TTL, so
-// this keeps each in 208 bytes rather than 320 (less to allocate, clear and
-// for the collector to scan).
+// claim had them. Its times are ticks (8 bytes, not a time.Time's 24), and
+// the rare waiters list is behind a pointer. The store holds one record
+// per key for its whole TTL, so this keeps each in 144 bytes rather than
+// 320 (less to allocate, clear and for the collector to scan).
 type record struct {
 	state   uint8
 	listed  bool   // in its shard's abandoned list
@@ -99,40 +100,69 @@ type record struct {
 	token   store.Token
 	// fp is the claim's fingerprint, then the result's.
 	fp         []byte
-	leaseUntil time.Time
+	leaseUntil tick
 	lease      time.Duration
 	ttl        time.Duration
-	removeAt   time.Time
-	waiters    []string
+	removeAt   tick
+	waiters    *[]string // the waker ids of instances waiting for the key (store.ClaimRequest.Waiter)
 	// Completed: the result's value or error text, and when it was stored.
 	value     []byte
 	errText   string
-	createdAt time.Time
+	createdAt tick
 }
+
+// tick is a time as the store keeps it: the nanoseconds since the store's
+// epoch, a reading of its clock 50 years before the store was made, so that
+// every time it deals with is positive and 0 can mean none. Taken with
+// time.Time.Sub, a tick follows the clock's monotonic reading as a
+// time.Time would: a step of the wall clock moves no lease and no expiry.
+// Leases and TTLs are at most 100 years each (store.MaxDuration), so ticks
+// fit in an int64 (292 years) for decades after the store was made.
+type tick int64
+
+// epochBefore is how long before the store was made its epoch is.
+const epochBefore = 50 * 365 * 24 * time.Hour
+
+// ticks converts a duration to ticks.
+func ticks(d time.Duration) tick { return tick(d) }
+
+// tickOf returns t as a tick of s.
+func (s *Store) tickOf(t time.Time) tick { return tick(t.Sub(s.epoch)) }
+
+// timeOf returns the time of tick t of s.
+func (s *Store) timeOf(t tick) time.Time { return s.epoch.Add(time.Duration(t)) }
 
 // result returns the stored result of a completed record. Its ExpiresAt is
 // removeAt: Complete sets both to the same time, and nothing moves the
 // removal of a completed record after that.
-func (r *record) result() store.Record {
+func (r *record) result(s *Store) store.Record {
 	return store.Record{
 		Value:       r.value,
 		Failed:      r.failed,
 		Error:       r.errText,
 		Fingerprint: r.fp,
-		CreatedAt:   r.createdAt,
-		ExpiresAt:   r.removeAt,
+		CreatedAt:   s.timeOf(r.createdAt),
+		ExpiresAt:   s.timeOf(r.removeAt),
 		Token:       r.token,
 	}
+}
+
+// waiting returns the waker ids of the instances waiting for r's key.
+func (r *record) waiting() []string {
+	if r.waiters == nil {
+		return nil
+	}
+	return *r.waiters
 }
 
 // live returns the key's record unless it has expired, removing due records.
 // A record in progress never expires by time: its lease ending matters only
 // once another claim takes the key over, so a slow owner that nobody
 // replaced can still complete it.
-func (sh *shard) live(key string, now time.Time) *record {
+func (sh *shard) live(key string, now tick) *record {
 	sh.sweep(now, 4)
 	r := sh.records[key]
-	if r != nil && r.state == completed && !now.Before(r.removeAt) {
+	if r != nil && r.state == completed && now >= r.removeAt {
 		sh.remove(key, r)
 		return nil
 	}
@@ -140,7 +170,7 @@ func (sh *shard) live(key string, now time.Time) *record {
 }
 
 // sweep removes at most n records per queue whose removal time has passed.
-func (sh *shard) sweep(now time.Time, n int) {
+func (sh *shard) sweep(now tick, n int) {
 	for _, q := range sh.expiry {
 		for i := 0; i < n; i++ {
 			it, ok := q.popDue(now)
@@ -151,10 +181,10 @@ func (sh *shard) sweep(now time.Time, n int) {
 			if r != it.rec {
 				continue
 			}
-			if now.Before(r.removeAt) {
+			if now < r.removeAt {
 				// Renewed, taken over or completed since the item was
 				// pushed: its removal moved later.
-				q.push(expiryItem{at: r.removeAt.UnixNano(), key: it.key, rec: r})
+				q.push(expiryItem{at: r.removeAt, key: it.key, rec: r})
 				continue
 			}
 			if r.state != completed {
@@ -162,7 +192,7 @@ func (sh *shard) sweep(now time.Time, n int) {
 				// completed, released or taken over (see live), or evicted
 				// first when space is needed. It has no queue item from now
 				// on; the next setRemoveAt gives it one.
-				r.removeAt = time.Time{}
+				r.removeAt = 0
 				sh.addAbandoned(it)
 				continue
 			}
@@ -177,11 +207,11 @@ func (sh *shard) sweep(now time.Time, n int) {
 // which costs some memory but no correctness, since live checks every record
 // it reads); moving it later needs none: the old item is re-queued when it
 // falls due.
-func (sh *shard) setRemoveAt(key string, r *record, now time.Time, d time.Duration) {
-	at := now.Add(d)
-	push := r.removeAt.IsZero() || at.Add(r.lease).Before(r.removeAt)
+func (sh *shard) setRemoveAt(key string, r *record, now tick, d time.Duration) {
+	at := now + ticks(d)
+	push := r.removeAt == 0 || at+ticks(r.lease) < r.removeAt
 	r.removeAt = at
 	if push {
-		sh.expiry.queue(d).push(expiryItem{at: at.UnixNano(), key: key, rec: r}) // durations are at most 100 years: no overflow
+		sh.expiry.queue(d).push(expiryItem{at: at, key: key, rec: r})
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"testing"
 	"time"
+	"unsafe"
 	"weak"
 
 	"github.com/idemrt/idem/clock"
@@ -48,4 +49,13 @@ func TestExpiredResultNotRetainedByStaleItem(t *testing.T) {
 		t.Fatal("an expired record's value is still reachable (from its other queue item)")
 	}
 	runtime.KeepAlive(s)
+}
+
+// TestRecordSize keeps a record, which the store holds for every key for
+// its whole TTL, in the 144-byte size class: its times are ticks, not
+// time.Time values, and its waiters list is behind a pointer (see record).
+func TestRecordSize(t *testing.T) {
+	if got := unsafe.Sizeof(record{}); got > 144 {
+		t.Fatalf("a record takes %d bytes, want at most 144", got)
+	}
 }

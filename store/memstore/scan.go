@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/idemrt/idem/store"
 )
@@ -42,7 +41,7 @@ func (s *Store) Scan(ctx context.Context, prefix, cursor string, limit int) ([]s
 		return nil, "", err
 	}
 	limit = min(limit, maxPage)
-	now := s.clock.Now()
+	now := s.tickOf(s.clock.Now())
 	var keys []string
 	read := 0
 	for i < shardCount {
@@ -64,7 +63,7 @@ func (s *Store) Scan(ctx context.Context, prefix, cursor string, limit int) ([]s
 // keysAfter returns, in byte order, the first n keys of the shard that
 // start with prefix and sort after after ("" for none), and how many
 // records it read. It keeps at most 2n keys at a time.
-func (sh *shard) keysAfter(prefix, after string, n int, now time.Time) ([]string, int) {
+func (sh *shard) keysAfter(prefix, after string, n int, now tick) ([]string, int) {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	var (
@@ -76,7 +75,7 @@ func (sh *shard) keysAfter(prefix, after string, n int, now time.Time) ([]string
 		if (after != "" && key <= after) || (bounded && key >= bound) || !strings.HasPrefix(key, prefix) {
 			continue
 		}
-		if r.state == completed && !now.Before(r.removeAt) {
+		if r.state == completed && now >= r.removeAt {
 			continue // expired, not yet removed
 		}
 		buf = append(buf, key)
