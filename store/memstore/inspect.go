@@ -22,13 +22,14 @@ func (s *Store) Inspect(ctx context.Context, key string) (store.Entry, error) {
 	sh := s.shardOf(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	now := s.tickOf(s.clock.Now())
+	wall := s.clock.Now()
+	now := s.tickOf(wall)
 	r := sh.live(key, now)
 	switch {
 	case r == nil:
 		return store.Entry{State: store.Absent}, nil
 	case r.state == completed:
-		return store.Entry{State: store.Done, Token: r.token, Record: r.result(s)}, nil
+		return store.Entry{State: store.Done, Token: r.token, Record: r.result(wall, now)}, nil
 	}
 	e := store.Entry{State: store.Held, Token: r.token, Fingerprint: r.fp}
 	if left := time.Duration(r.leaseUntil - now); left > 0 {

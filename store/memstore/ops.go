@@ -45,7 +45,7 @@ func (s *Store) Claim(ctx context.Context, key string, req store.ClaimRequest) (
 		s.take(sh, key, r, req, wall, now)
 		return store.ClaimResult{Status: store.Claimed, Token: r.token, Attempt: r.attempt, LeaseLeft: req.Lease}, nil
 	case r.state == completed:
-		return store.ClaimResult{Status: store.Completed, Record: r.result(s)}, nil
+		return store.ClaimResult{Status: store.Completed, Record: r.result(wall, now)}, nil
 	case r.token.Owner == req.Owner:
 		return store.ClaimResult{Status: store.Claimed, Token: r.token, Attempt: r.attempt, LeaseLeft: time.Duration(r.leaseUntil - now)}, nil
 	case now < r.leaseUntil && (req.Dead == "" || r.token.Owner != req.Dead):
@@ -76,7 +76,7 @@ func (s *Store) take(sh *shard, key string, r *record, req store.ClaimRequest, w
 		r.attempt++
 	}
 	r.token = store.Token{Fence: s.nextFence(wall), Owner: req.Owner}
-	r.leaseUntil = now + ticks(req.Lease)
+	r.leaseUntil = now.after(req.Lease)
 	r.lease, r.ttl = req.Lease, req.TTL
 	r.fp = cloneBytes(req.Fingerprint)
 	sh.setRemoveAt(key, r, now, req.Lease+req.TTL)
@@ -107,11 +107,12 @@ func (s *Store) Complete(ctx context.Context, key string, tok store.Token, rec s
 	}
 	sh := s.shardOf(key)
 	sh.mu.Lock()
-	now := s.tickOf(s.clock.Now())
+	wall := s.clock.Now()
+	now := s.tickOf(wall)
 	// One lookup (and one sweep) for both checks: holder would repeat them.
 	r := sh.live(key, now)
 	if r != nil && r.state == completed && r.token == tok {
-		out := r.result(s)
+		out := r.result(wall, now)
 		sh.mu.Unlock()
 		return out, nil
 	}
@@ -127,7 +128,7 @@ func (s *Store) Complete(ctx context.Context, key string, tok store.Token, rec s
 	sh.setRemoveAt(key, r, now, ttl)
 	waiters := r.waiting()
 	r.waiters = nil
-	out := r.result(s)
+	out := r.result(wall, now)
 	sh.mu.Unlock()
 	s.notify(key, waiters)
 	return out, nil
@@ -172,8 +173,8 @@ func (s *Store) Renew(ctx context.Context, key string, tok store.Token, lease ti
 	if err != nil {
 		return err
 	}
-	r.leaseUntil = now + ticks(lease)
-	if at := r.leaseUntil + ticks(r.ttl); at > r.removeAt {
+	r.leaseUntil = now.after(lease)
+	if at := r.leaseUntil.after(r.ttl); at > r.removeAt {
 		sh.setRemoveAt(key, r, now, lease+r.ttl)
 	}
 	return nil
@@ -187,11 +188,13 @@ func (s *Store) Get(ctx context.Context, key string) (store.Record, error) {
 	sh := s.shardOf(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	r := sh.live(key, s.tickOf(s.clock.Now()))
+	wall := s.clock.Now()
+	now := s.tickOf(wall)
+	r := sh.live(key, now)
 	if r == nil || r.state != completed {
 		return store.Record{}, store.ErrNotFound
 	}
-	return r.result(s), nil
+	return r.result(wall, now), nil
 }
 
 // Forget implements [store.Store].

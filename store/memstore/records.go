@@ -1,6 +1,7 @@
 package memstore
 
 import (
+	"math"
 	"sync"
 	"time"
 
@@ -116,33 +117,55 @@ type record struct {
 // every time it deals with is positive and 0 can mean none. Taken with
 // time.Time.Sub, a tick follows the clock's monotonic reading as a
 // time.Time would: a step of the wall clock moves no lease and no expiry.
-// Leases and TTLs are at most 100 years each (store.MaxDuration), so ticks
-// fit in an int64 (292 years) for decades after the store was made.
+//
+// An int64 of nanoseconds holds 292 years, and Sub saturates there: a
+// clock read more than 242 years after the store was made (a fake one moved
+// that far) stops at the last tick. Leases and TTLs are at most 100 years
+// each (store.MaxDuration), so a lease + TTL added to a clock read more than
+// 42 years after the store was made can pass that last tick: times are
+// added with after, which stops there (a removal due 292 years after the
+// epoch rather than later), and never compared as sums that could wrap.
 type tick int64
 
 // epochBefore is how long before the store was made its epoch is.
 const epochBefore = 50 * 365 * 24 * time.Hour
 
+// lastTick is the latest time a tick holds.
+const lastTick = tick(math.MaxInt64)
+
 // ticks converts a duration to ticks.
 func ticks(d time.Duration) tick { return tick(d) }
+
+// after returns the tick d (at least 0) after t, or lastTick if that is
+// later.
+func (t tick) after(d time.Duration) tick {
+	if t > lastTick-ticks(d) {
+		return lastTick
+	}
+	return t + ticks(d)
+}
 
 // tickOf returns t as a tick of s.
 func (s *Store) tickOf(t time.Time) tick { return tick(t.Sub(s.epoch)) }
 
-// timeOf returns the time of tick t of s.
-func (s *Store) timeOf(t tick) time.Time { return s.epoch.Add(time.Duration(t)) }
-
-// result returns the stored result of a completed record. Its ExpiresAt is
-// removeAt: Complete sets both to the same time, and nothing moves the
-// removal of a completed record after that.
-func (r *record) result(s *Store) store.Record {
+// result returns the stored result of a completed record, its times read
+// at wall, tick now. Its ExpiresAt is removeAt: Complete sets both to the
+// same time, and nothing moves the removal of a completed record after that.
+//
+// The times are wall less the ticks since: those of the clock when the
+// record was stored for a fake clock (time.Time.Equal), and for the real
+// one on today's wall clock, with the monotonic reading they were taken
+// with. The store's epoch plus the ticks would be off by every step of the
+// wall clock since the store was made (an NTP correction after boot), which
+// ticks, following the monotonic reading, do not see.
+func (r *record) result(wall time.Time, now tick) store.Record {
 	return store.Record{
 		Value:       r.value,
 		Failed:      r.failed,
 		Error:       r.errText,
 		Fingerprint: r.fp,
-		CreatedAt:   s.timeOf(r.createdAt),
-		ExpiresAt:   s.timeOf(r.removeAt),
+		CreatedAt:   wall.Add(time.Duration(r.createdAt - now)),
+		ExpiresAt:   wall.Add(time.Duration(r.removeAt - now)),
 		Token:       r.token,
 	}
 }
@@ -208,8 +231,8 @@ func (sh *shard) sweep(now tick, n int) {
 // it reads); moving it later needs none: the old item is re-queued when it
 // falls due.
 func (sh *shard) setRemoveAt(key string, r *record, now tick, d time.Duration) {
-	at := now + ticks(d)
-	push := r.removeAt == 0 || at+ticks(r.lease) < r.removeAt
+	at := now.after(d)
+	push := r.removeAt == 0 || r.removeAt-at > ticks(r.lease) // at + lease < removeAt, which can wrap
 	r.removeAt = at
 	if push {
 		sh.expiry.queue(d).push(expiryItem{at: at, key: key, rec: r})
