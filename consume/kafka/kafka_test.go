@@ -163,7 +163,12 @@ func TestRetryTopic(t *testing.T) {
 	done := make(chan string, 10)
 	e.start(t, kafka.Options{RetryTopic: retry, InPlaceAttempts: 2,
 		Handler: func(ctx context.Context, r *kafka.Record) error {
-			if n := f.add(r.Key); r.Key == "flaky" && n <= 2 {
+			// flaky fails wherever it runs in place: only its copy on the
+			// retry topic can succeed. (Failing its first two runs only
+			// made the test depend on the group not rebalancing: a
+			// rebalance delivers the record again, and its count of
+			// attempts in place starts again.)
+			if f.add(r.Key); r.Key == "flaky" && r.Topic == topic {
 				return errors.New("the service is down")
 			}
 			done <- r.Topic + ":" + r.Key
@@ -177,8 +182,11 @@ func TestRetryTopic(t *testing.T) {
 		t.Fatalf("done: %v, want %v", got, want)
 	}
 	e.allCommitted(t, 1)
-	if n := f.get("flaky"); n != 3 {
-		t.Errorf("flaky ran %d times, want 3", n)
+	// Two runs in place, then one from the retry topic; more in place only
+	// if the group rebalanced meanwhile (a delivery cut short by a
+	// rebalance is followed by one with its own two).
+	if n := f.get("flaky"); n < 3 {
+		t.Errorf("flaky ran %d times, want 2 in place and 1 from the retry topic", n)
 	}
 }
 
