@@ -103,9 +103,7 @@ func TestFingerprintMismatch(t *testing.T) {
 	if _, err := tx.Exec(bg, `SELECT 1`); err != nil {
 		t.Fatalf("the caller's transaction after the mismatch: %v", err)
 	}
-	if n := e.rows(t, "k"); n != 1 {
-		t.Fatalf("%d rows, want 1", n)
-	}
+	e.wantRows(t, "k", 1)
 }
 
 // ClaimFrom in pgtx after a Forget: a new record, attempt 1, not a
@@ -164,9 +162,7 @@ func TestJoinCallerCommitsAfterTheWait(t *testing.T) {
 	if err != nil || id != p.Value() {
 		t.Fatalf("Settle = %d, %v, want %d", id, err, p.Value())
 	}
-	if n := e.rows(t, "k"); n != 1 {
-		t.Fatalf("%d rows, want 1", n)
-	}
+	e.wantRows(t, "k", 1)
 	if got, err := idem.Do(bg, rt, "k", notRun[int64](t)); err != nil || got != id {
 		t.Fatalf("a later call = %d, %v, want %d replayed", got, err, id)
 	}
@@ -227,9 +223,7 @@ func TestJoinKeepWorkAfterAFailedStatement(t *testing.T) {
 	if err := tx.Commit(bg); err != nil {
 		t.Fatalf("the caller's commit: %v", err)
 	}
-	if n := e.rows(t, "audit"); n != 1 {
-		t.Fatalf("the caller's row: %d, want 1", n)
-	}
+	e.wantRows(t, "audit", 1)
 	if _, err := idem.Do(bg, rt, "k", notRun[int64](t)); err == nil || err.Error() != dup.Error() {
 		t.Fatalf("a later call = %v, want the stored error", err)
 	}
@@ -262,9 +256,8 @@ func TestJoinPanicKeepsTheCallersTransaction(t *testing.T) {
 	if err := tx.Commit(bg); err != nil {
 		t.Fatal(err)
 	}
-	if n, m := e.rows(t, "k"), e.rows(t, "audit"); n != 0 || m != 1 {
-		t.Fatalf("rows: fn's %d (want 0), the caller's %d (want 1)", n, m)
-	}
+	e.wantRows(t, "k", 0)
+	e.wantRows(t, "audit", 1)
 	if _, err := pgtx.Do(bg, rt, e.work, "k", charge("k", runID())); err != nil {
 		t.Fatalf("the key after the panic: %v", err)
 	}
@@ -383,7 +376,5 @@ func TestDoRenewsALongFunction(t *testing.T) {
 	if r.err != nil || err != nil || v != r.v || out == idem.Executed {
 		t.Fatalf("first = %+v; other instance = %d, %v (%v); want the first's value, not run again", r, v, err, out)
 	}
-	if n := e.rows(t, "k"); n != 1 {
-		t.Fatalf("%d rows, want 1", n)
-	}
+	e.wantRows(t, "k", 1)
 }

@@ -51,9 +51,7 @@ func TestFlowStepRunsItsSQLWithPgtx(t *testing.T) {
 	if a.Charge == 0 || b.Charge != a.Charge {
 		t.Fatalf("charges %d then %d, want the first replayed", a.Charge, b.Charge)
 	}
-	if n := e.rows(t, "charge:o-1"); n != 1 {
-		t.Fatalf("%d rows, want 1", n)
-	}
+	e.wantRows(t, "charge:o-1", 1)
 	if len(claims) != 1 || claims[0].Key != "charge:o-1" || claims[0].Attempt != 1 || claims[0].Fence == 0 {
 		t.Fatalf("claims %+v, want one, of the step's own key", claims)
 	}
@@ -94,7 +92,5 @@ func TestCommandHandlerRunsItsSQLWithPgtx(t *testing.T) {
 	if a == 0 || b != a || runs != 1 {
 		t.Fatalf("ids %d then %d, fn ran %d times; want one run replayed", a, b, runs)
 	}
-	if n := e.rows(t, "order:o-1"); n != 1 {
-		t.Fatalf("%d rows, want 1", n)
-	}
+	e.wantRows(t, "order:o-1", 1)
 }

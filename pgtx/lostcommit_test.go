@@ -57,7 +57,5 @@ func TestCommitPastItsDeadlineIsReadBack(t *testing.T) {
 	if _, err := pgtx.Do(bg, rt, e.work, "k", charge("k", runID()), idem.WithSettle(10*time.Second)); err != nil {
 		t.Fatal(err)
 	}
-	if n := e.rows(t, "k"); n != 1 {
-		t.Fatalf("%d rows after a retry, want 1", n)
-	}
+	e.wantRows(t, "k", 1)
 }

@@ -88,6 +88,15 @@ func (e *env) rows(t testing.TB, key string) int {
 	return n
 }
 
+// wantRows fails the test unless the charges table holds want rows for
+// key.
+func (e *env) wantRows(t testing.TB, key string, want int) {
+	t.Helper()
+	if n := e.rows(t, key); n != want {
+		t.Fatalf("%d charges rows for key %q, want %d", n, key, want)
+	}
+}
+
 func runID() string { return fmt.Sprint("run-", seq.Add(1), "-", time.Now().UnixNano()) }
 
 // exampleDatabase returns a new database on the tests' server, with the

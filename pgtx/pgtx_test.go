@@ -60,9 +60,7 @@ func TestDoCommitsWorkWithTheResult(t *testing.T) {
 	if err != nil || got != id {
 		t.Fatalf("other instance = %d, %v, want %d", got, err, id)
 	}
-	if n := e.rows(t, "order-1"); n != 1 {
-		t.Fatalf("%d rows, want 1", n)
-	}
+	e.wantRows(t, "order-1", 1)
 }
 
 // A function that commits or rolls back the transaction it was given is
@@ -87,9 +85,7 @@ func TestFnCannotEndItsTransaction(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if n := e.rows(t, "commits"); n != 1 {
-		t.Fatalf("%d rows, want 1", n)
-	}
+	e.wantRows(t, "commits", 1)
 	if _, err := pgtx.Do(bg, rt, e.work, "defers", func(ctx context.Context, tx pgx.Tx) (int64, error) {
 		defer tx.Rollback(ctx)
 		return charge("defers", runID())(ctx, tx)
@@ -111,9 +107,8 @@ func TestFnCannotEndItsTransaction(t *testing.T) {
 	if _, err := p.Settle(tx.Commit(bg)); err != nil {
 		t.Fatal(err)
 	}
-	if n, m := e.rows(t, "defers"), e.rows(t, "joined"); n != 1 || m != 1 {
-		t.Fatalf("rows: %d and %d, want 1 and 1", n, m)
-	}
+	e.wantRows(t, "defers", 1)
+	e.wantRows(t, "joined", 1)
 }
 
 func notRun[T any](t testing.TB) func(context.Context) (T, error) {
@@ -138,9 +133,7 @@ func TestDoTransientErrorRollsBackAndReleases(t *testing.T) {
 	if !errors.Is(err, boom) {
 		t.Fatalf("err = %v, want the function's", err)
 	}
-	if n := e.rows(t, "k"); n != 0 {
-		t.Fatalf("%d rows after a transient error, want 0", n)
-	}
+	e.wantRows(t, "k", 0)
 	var attempt int
 	if _, err := pgtx.Do(bg, rt, e.work, "k", func(ctx context.Context, tx pgx.Tx) (int64, error) {
 		c, _ := idem.ClaimFrom(ctx)
@@ -149,9 +142,7 @@ func TestDoTransientErrorRollsBackAndReleases(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if n := e.rows(t, "k"); n != 1 {
-		t.Fatalf("%d rows after the retry, want 1", n)
-	}
+	e.wantRows(t, "k", 1)
 	if attempt != 1 {
 		t.Fatalf("attempt after a release = %d, want 1 (a release starts a new record)", attempt)
 	}
@@ -171,9 +162,7 @@ func TestDoPanicRollsBack(t *testing.T) {
 	if !errors.As(err, &pe) {
 		t.Fatalf("err = %v, want a *PanicError", err)
 	}
-	if n := e.rows(t, "k"); n != 0 {
-		t.Fatalf("%d rows after a panic, want 0", n)
-	}
+	e.wantRows(t, "k", 0)
 }
 
 func TestDoPermanentErrorIsStoredWithoutTheWork(t *testing.T) {
@@ -190,9 +179,7 @@ func TestDoPermanentErrorIsStoredWithoutTheWork(t *testing.T) {
 	if !idem.IsPermanent(err) {
 		t.Fatalf("err = %v, want the permanent error", err)
 	}
-	if n := e.rows(t, "k"); n != 0 {
-		t.Fatalf("%d rows after a permanent error, want 0 (rolled back)", n)
-	}
+	e.wantRows(t, "k", 0)
 	rt2 := e.runtime(t, idem.Options{})
 	if _, err := idem.Do(bg, rt2, "k", notRun[int64](t)); !idem.IsPermanent(err) || err.Error() != "card declined" {
 		t.Fatalf("replay = %v, want the stored permanent error", err)
@@ -212,9 +199,7 @@ func TestKeepWorkCommitsTheWorkWithTheError(t *testing.T) {
 	if !idem.IsPermanent(err) {
 		t.Fatalf("err = %v, want a permanent error", err)
 	}
-	if n := e.rows(t, "k"); n != 1 {
-		t.Fatalf("%d rows, want the work kept: 1", n)
-	}
+	e.wantRows(t, "k", 1)
 	rt2 := e.runtime(t, idem.Options{})
 	if _, err := idem.Do(bg, rt2, "k", notRun[int64](t)); !idem.IsPermanent(err) || err.Error() != "refused, recorded" {
 		t.Fatalf("replay = %v, want the stored error", err)
@@ -256,9 +241,7 @@ func TestDoDuplicatesWaitForTheCommit(t *testing.T) {
 			t.Fatalf("caller %d = %d, %v; caller 0 = %d", i, ids[i], errs[i], ids[0])
 		}
 	}
-	if got := e.rows(t, "k"); got != 1 {
-		t.Fatalf("%d rows, want 1", got)
-	}
+	e.wantRows(t, "k", 1)
 }
 
 // An owner whose lease ended while fn ran, and whose key another owner
@@ -348,9 +331,7 @@ func TestRefusesAnotherDatabaseOrStore(t *testing.T) {
 	if _, err := pgtx.Join(bg, rt, nil, "k", charge("k", "x")); !errors.Is(err, idem.ErrInvalidArgument) {
 		t.Fatalf("nil tx: err = %v", err)
 	}
-	if n := e.rows(t, "k"); n != 0 {
-		t.Fatalf("%d rows", n)
-	}
+	e.wantRows(t, "k", 0)
 }
 
 func TestJoinCommitsWithTheCallersTransaction(t *testing.T) {
@@ -398,12 +379,8 @@ func TestJoinCommitsWithTheCallersTransaction(t *testing.T) {
 	if a := idemtest.Recv(t, dup); a.err != nil || a.v != id || a.out != idem.Joined {
 		t.Fatalf("the duplicate = %+v, want %d joined", a, id)
 	}
-	if n := e.rows(t, "k"); n != 1 {
-		t.Fatalf("%d rows, want 1", n)
-	}
-	if n := e.rows(t, "audit"); n != 1 {
-		t.Fatalf("the caller's own row: %d, want 1", n)
-	}
+	e.wantRows(t, "k", 1)
+	e.wantRows(t, "audit", 1)
 }
 
 func TestJoinRolledBackReleasesTheKey(t *testing.T) {
@@ -425,16 +402,12 @@ func TestJoinRolledBackReleasesTheKey(t *testing.T) {
 	if _, err := p.Settle(rbErr); !errors.Is(err, rbErr) {
 		t.Fatalf("Settle = %v, want the caller's error", err)
 	}
-	if n := e.rows(t, "k"); n != 0 {
-		t.Fatalf("%d rows, want 0", n)
-	}
+	e.wantRows(t, "k", 0)
 	// The key was released: the next call runs.
 	if _, err := pgtx.Do(bg, rt, e.work, "k", charge("k", runID())); err != nil {
 		t.Fatal(err)
 	}
-	if n := e.rows(t, "k"); n != 1 {
-		t.Fatalf("%d rows, want 1", n)
-	}
+	e.wantRows(t, "k", 1)
 }
 
 // Value answers fn's value before and after a Settle whose commit failed.
@@ -492,9 +465,8 @@ func TestJoinTransientErrorKeepsTheCallersWork(t *testing.T) {
 	if err := tx.Commit(bg); err != nil {
 		t.Fatal(err)
 	}
-	if n, m := e.rows(t, "k"), e.rows(t, "audit"); n != 0 || m != 1 {
-		t.Fatalf("rows: fn's %d (want 0), the caller's %d (want 1)", n, m)
-	}
+	e.wantRows(t, "k", 0)
+	e.wantRows(t, "audit", 1)
 }
 
 // A replayed key leaves the caller's transaction alone.

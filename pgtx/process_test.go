@@ -253,9 +253,7 @@ func TestKilledInsideFnRunsOnce(t *testing.T) {
 	if out != idem.Executed || !c.Takeover || c.Attempt != 2 {
 		t.Fatalf("retry: %v, claim %+v; want executed as a takeover at attempt 2", out, c)
 	}
-	if n := e.rows(t, "k"); n != 1 {
-		t.Fatalf("%d rows, want 1", n)
-	}
+	e.wantRows(t, "k", 1)
 }
 
 // A child killed after its COMMIT: the retry replays, one row.
@@ -269,9 +267,7 @@ func TestKilledAfterCommitReplays(t *testing.T) {
 	if _, _, out := retry(t, e, rt, "k"); out != idem.Replayed {
 		t.Fatalf("retry: %v, want replayed", out)
 	}
-	if n := e.rows(t, "k"); n != 1 {
-		t.Fatalf("%d rows, want 1", n)
-	}
+	e.wantRows(t, "k", 1)
 }
 
 // A child stopped inside fn past its lease while this process takes the
@@ -323,9 +319,7 @@ func TestStoppedAfterStatementFreesTheKey(t *testing.T) {
 	if l := p.expect("result:"); l == "" {
 		t.Fatal("no result")
 	}
-	if n := e.rows(t, "k"); n != 1 {
-		t.Fatalf("%d rows, want 1", n)
-	}
+	e.wantRows(t, "k", 1)
 }
 
 // Three worker processes run the same keys, each fn inserting a row with

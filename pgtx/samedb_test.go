@@ -86,9 +86,7 @@ func TestWorkPoolAsARoleWithoutTheSystemIdentifier(t *testing.T) {
 	if _, err := pgtx.Do(bg, rt, work, "k", charge("k", runID())); err != nil {
 		t.Fatalf("pgtx.Do as a role without pg_control_system(): %v", err)
 	}
-	if n := e.rows(t, "k"); n != 1 {
-		t.Fatalf("%d rows, want 1", n)
-	}
+	e.wantRows(t, "k", 1)
 }
 
 // A caller's transaction at REPEATABLE READ that read before Join: its
@@ -123,7 +121,6 @@ func TestJoinRefusesRepeatableRead(t *testing.T) {
 	if err := tx.Commit(bg); err != nil {
 		t.Fatal(err)
 	}
-	if n, m := e.rows(t, "k"), e.rows(t, "audit"); n != 0 || m != 1 {
-		t.Fatalf("rows: fn's %d (want 0), the caller's %d (want 1)", n, m)
-	}
+	e.wantRows(t, "k", 0)
+	e.wantRows(t, "audit", 1)
 }

@@ -46,9 +46,8 @@ func TestJoinSameKeyTwiceInOneTransaction(t *testing.T) {
 	if _, err := p2.Settle(cerr); err != nil {
 		t.Fatal(err)
 	}
-	if n, m := e.rows(t, "k"), e.rows(t, "k2"); n != 1 || m != 1 {
-		t.Fatalf("rows: %d and %d, want 1 each", n, m)
-	}
+	e.wantRows(t, "k", 1)
+	e.wantRows(t, "k2", 1)
 	// Once settled, the key is the transaction's no more: a Join in the
 	// next one replays it.
 	tx2, err := e.work.Begin(bg)
