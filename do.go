@@ -111,6 +111,10 @@ func do[T any](ctx context.Context, rt *Runtime, key string, fn func(context.Con
 	// already admitted: refusing it would fail the run that holds the slot.
 	nested, _ := ctx.Value(nestedKey{}).(*Runtime)
 	req.NoAdmit = nested == rt
+	// With memstore the call may claim its key itself and own it without
+	// waiting for the shard (see actors.Request.Direct): it completes the
+	// key itself anyway. Not when the result is stored by another hand.
+	req.Direct = rt.ownerCompletes && c.completer == nil
 	if st != nil {
 		st.sent = time.Now()
 	}

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -61,18 +62,27 @@ func TestHandoffsOfAnExecutedDo(t *testing.T) {
 		{"background", false, nil},
 		{"cancellable", true, nil},
 		{"cancellable, owner waits", true, []idem.CallOption{idem.WithOwnerWaits()}},
+		{"short lease", false, []idem.CallOption{idem.WithLease(500 * time.Millisecond)}},
 	}
 	want := map[string][]handoff.Point{
-		// The claim is answered on the shard's goroutine (an in-process
-		// store); the owner completes the key itself, answers itself, and
-		// tells the shard.
-		"memory/background":               {Request, Reply, Finish},
-		"memory/cancellable":              {Request, Reply, Run, Finish, OwnerAnswer},
-		"memory/cancellable, owner waits": {Request, Reply, Finish},
+		// The caller claims the key in the store itself (an in-process
+		// store whose owners complete their keys), completes it and
+		// caches the result: the shard hears nothing of it (see
+		// actors/direct.go). Only a run apart from its caller is handed
+		// over.
+		"memory/background":               {},
+		"memory/cancellable":              {Run, OwnerAnswer},
+		"memory/cancellable, owner waits": {},
+		// A lease too short for that (renewed before the shard would
+		// hear of the owner): the claim is answered on the shard's
+		// goroutine; the owner completes the key itself, answers itself,
+		// and tells the shard.
+		"memory/short lease": {Request, Reply, Finish},
 		// The claim and the Complete each go to the I/O worker and back.
 		"redis/background":               {Request, Batch, BatchDone, Reply, Finish, Batch, BatchDone, Reply},
 		"redis/cancellable":              {Request, Batch, BatchDone, Reply, Run, Finish, Batch, BatchDone, Reply},
 		"redis/cancellable, owner waits": {Request, Batch, BatchDone, Reply, Finish, Batch, BatchDone, Reply},
+		"redis/short lease":              {Request, Batch, BatchDone, Reply, Finish, Batch, BatchDone, Reply},
 	}
 	for _, st := range stores {
 		for _, c := range calls {

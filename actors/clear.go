@@ -131,6 +131,7 @@ func (s *shard) onClear(p *clearPart) {
 		p.closed = true
 		return
 	}
+	s.dir.dropsBegun.Add(1) // ended by onEndClear
 	p.busy = make([]bool, len(p.keys))
 	for j, k := range p.keys {
 		if s.entries[k] != nil {
@@ -153,6 +154,7 @@ func (s *shard) onEndClear(p *clearPart) {
 	if p.closed {
 		return
 	}
+	defer s.dir.dropsEnded.Add(1)
 	for j, k := range p.keys {
 		if p.busy[j] {
 			continue
@@ -206,6 +208,8 @@ func (s *shard) onDropCached(m *dropCached) {
 	if s.cache == nil {
 		return
 	}
+	s.dir.dropsBegun.Add(1)
+	defer s.dir.dropsEnded.Add(1)
 	for _, k := range s.cache.Keys() {
 		if strings.HasPrefix(k, m.prefix) {
 			s.cache.Remove(k)

@@ -48,6 +48,8 @@ func (set *Set) onInvalidation(inv store.Invalidation) {
 // onInvalidate drops from the LRU what inv names, and keeps every entry it
 // names from caching what its store reads find.
 func (s *shard) onInvalidate(inv store.Invalidation) {
+	s.dir.dropsBegun.Add(1)
+	defer s.dir.dropsEnded.Add(1)
 	var dropped int64
 	switch {
 	case !inv.Lost && !inv.Prefix:

@@ -25,6 +25,13 @@ type Request struct {
 	// NoAdmit skips the shard's admission (a call made from inside a run
 	// the runtime already admitted).
 	NoAdmit bool
+	// Direct lets Send claim the key on the caller's goroutine when the
+	// store is in process and its owners complete their keys (memstore):
+	// if the store grants a fresh claim, the Grant is in Reply when Send
+	// returns, and the shard learns of the owner from the request without
+	// answering it (see Set.Send). The caller must then complete the key
+	// itself, as such a store's owners do.
+	Direct bool
 	Reply   chan Reply
 	// Finish is where the owner writes its Finish (one allocation for both).
 	Finish Finish
@@ -37,6 +44,21 @@ type Request struct {
 	lost      atomic.Pointer[error]
 
 	pool pooled // see NewRequest
+
+	// Set by Send when it claimed the key on the caller's goroutine
+	// (Direct): the claim's token and the clock's reading just before it.
+	// Read by the actor, which adopts the request as the key's owner.
+	pre      bool
+	preToken store.Token
+	preAt    time.Time
+	// dstate is the request's state as a direct owner (see direct.go);
+	// dprev and dnext link it in its shard's list of them, under its lock;
+	// dropsAt is the shard's count of LRU drops begun and ended at its
+	// claim.
+	dstate       atomic.Int32
+	dprev, dnext *Request
+	dropsAt      [2]uint64
+	dslot        uint16 // its slot in the shard's busy counts
 
 	// Owned by the actor.
 	where    where

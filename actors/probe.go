@@ -57,7 +57,8 @@ func (set *Set) InFlight(ctx context.Context, key string) (fingerprint []byte, l
 func (s *shard) onProbe(m *probe) {
 	e := s.entries[m.key]
 	if e == nil {
-		m.reply <- probeReply{}
+		in, ok := s.directInFlight(m.key, s.now())
+		m.reply <- probeReply{in: in, ok: ok}
 		return
 	}
 	in := inFlight{leaseLeft: s.leaseLeft(e)}

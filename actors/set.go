@@ -22,6 +22,10 @@ type Set struct {
 	sys      *actorSystem
 	instance string        // the prefix of every claim owner of this set
 	ownerSeq atomic.Uint64 // the sequence of the shards' claim owners
+	// callerIDs hands out claim owners to claims made on callers'
+	// goroutines (claimHere): *ownerIDs, each used by one goroutine at a
+	// time.
+	callerIDs sync.Pool
 	shards   []*shard
 	cfg      *Config
 	started  atomic.Bool
@@ -182,6 +186,9 @@ func (set *Set) Send(r *Request) error {
 	if !r.NoAdmit && !s.gate.Enter() {
 		return ErrOverloaded
 	}
+	if r.Direct && s.direct && r.Lease >= minDirectLease && set.claimHere(s, r) {
+		return nil
+	}
 	handoff.Note(handoff.Request)
 	if !s.sendIfOpen((*requestMsg)(r)) {
 		if !r.NoAdmit {
@@ -197,12 +204,16 @@ func (set *Set) Leave(key string) { set.shardOf(key).gate.Leave() }
 
 // Finish hands an owner's result to the shard it was granted by.
 func (set *Set) Finish(f *Finish) {
+	if f.Req.dstate.Load() != 0 && set.finishHere(f) {
+		return
+	}
 	handoff.Note(handoff.Finish)
 	f.Req.shard.send((*finishMsg)(f))
 }
 
 // Abandon tells the shard of r that its caller stopped waiting.
 func (set *Set) Abandon(r *Request) {
+	r.shard.announce(r) // a direct owner that leaves: the shard releases its key
 	handoff.Note(handoff.Abandon)
 	r.shard.send(&abandon{req: r})
 }
@@ -237,7 +248,10 @@ func (set *Set) Forget(ctx context.Context, key string) error {
 // neither allocate nor need a large frame).
 func (set *Set) Stats(each func(shard int, st Stats)) {
 	for i, s := range set.shards {
-		st := Stats{InFlight: int(s.nEntries.Load()), Waiters: int(s.nWaiters.Load()), Pending: s.gate.Pending(),
+		s.dir.mu.Lock()
+		direct := s.dir.n
+		s.dir.mu.Unlock()
+		st := Stats{InFlight: int(s.nEntries.Load()) + direct, Waiters: int(s.nWaiters.Load()), Pending: s.gate.Pending(),
 			Batches: s.nBatches.Load(), Ops: s.nOps.Load(), EarlyTakeovers: s.nEarly.Load(), CacheDrops: s.nDrops.Load()}
 		if s.cache != nil {
 			st.CacheEntries, st.CacheBytes = s.cache.Len(), s.cacheBytes.Load()
@@ -288,6 +302,7 @@ var errForced = fmt.Errorf("idem: Close stopped waiting for running functions: a
 func (set *Set) close(ctx context.Context) error {
 	for _, s := range set.shards {
 		s.shutDoor()
+		s.promoteAll() // after the door: no direct owner comes later
 		s.send(&closing{})
 	}
 	var err error

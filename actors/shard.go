@@ -81,6 +81,11 @@ type shard struct {
 	pid      *actor.PID
 	worker   *mailbox.Worker
 	inline   bool
+	// direct: the store is in process and its owners complete their keys,
+	// so a caller may claim its key itself (see direct.go); dir keeps the
+	// shard's direct owners.
+	direct bool
+	dir    direct
 	cache    *resultLRU
 	// cacheBytes is the weight of what cache holds (see Config.CacheBytes),
 	// kept by cacheAdd and the cache's eviction callback.
@@ -161,6 +166,8 @@ func newShard(cfg *Config) *shard {
 	}
 	s.newOwner = cfg.newOwner // NewSet gives each shard its own otherwise
 	_, s.inline = cfg.Store.(store.InProcess)
+	_, completes := cfg.Store.(store.OwnerCompleter)
+	s.direct = s.inline && completes
 	return s
 }
 
@@ -248,6 +255,14 @@ func (s *shard) hit(key string, now time.Time) (Cached, bool) {
 		return Cached{}, false
 	}
 	return c, true
+}
+
+// hitUnless is hit, or no hit when skip is set.
+func (s *shard) hitUnless(skip bool, key string, now time.Time) (Cached, bool) {
+	if skip {
+		return Cached{}, false
+	}
+	return s.hit(key, now)
 }
 
 // hitInto is hit writing into dst.

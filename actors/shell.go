@@ -165,14 +165,16 @@ func (s *shard) reply(r *Request, rep Reply) {
 }
 
 func (s *shard) onRequest(r *Request) {
-	if s.closing {
+	if s.closing && !r.pre {
 		s.reply(r, Reply{Kind: FailClosed})
 		return
 	}
 	// The caller looked in the LRU before sending, but the key may have
-	// completed since (its owner's Finish came first in this mailbox).
+	// completed since (its owner's Finish came first in this mailbox). Not
+	// for an owner that claimed the key itself: the store granted it the
+	// key, so what the LRU may hold of it is stale.
 	now := s.now()
-	if c, ok := s.hit(r.Key, now); ok {
+	if c, ok := s.hitUnless(r.pre, r.Key, now); ok {
 		// The record goes in the request's own room (unused by a caller
 		// that is no owner): the caller reads it before it releases the
 		// request.
@@ -239,6 +241,9 @@ func (s *shard) handle(o *op) {
 		if o.Claim.Dead != "" && o.Err == nil && o.Result.Status == store.Claimed && o.Result.Takeover {
 			s.nEarly.Add(1)
 		}
+		if s.direct && o.Err == nil && o.Result.Status != store.Claimed {
+			s.heldByDirect(&o.Op)
+		}
 	case store.OpComplete:
 		ev.kind = evCompleted
 	case store.OpRelease:
@@ -304,6 +309,11 @@ func (s *shard) onForget(m *forget) {
 		m.reply <- store.ErrInProgress
 		return
 	}
+	// A direct owner's LRU insert is kept only if no drop was under way
+	// since its claim (see shard.cacheDirect); an in-process store's
+	// Forget is done when submit returns.
+	s.dir.dropsBegun.Add(1)
+	defer s.dir.dropsEnded.Add(1)
 	if s.cache != nil {
 		s.cache.Remove(m.key)
 	}

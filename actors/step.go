@@ -157,6 +157,10 @@ func mismatch(a, b []byte) bool {
 // arrive admits a caller: the first one claims the key, the others wait.
 func (m *mover) arrive(r *Request) {
 	k := m.k
+	if r.pre {
+		m.adopt(r)
+		return
+	}
 	switch k.phase {
 	case phNew:
 		k.owner, r.where = r, claiming
@@ -188,6 +192,70 @@ func (m *mover) arrive(r *Request) {
 	if m.leaseEnded() {
 		m.letGo()
 	}
+}
+
+// adopt makes r the key's owner: its caller claimed the key in an
+// in-process store on its own goroutine, was granted it there and runs
+// already (see Set.claimHere), so it is not answered. The store's claim is
+// the truth: callers parked behind another instance's holder (their claims
+// raced r's) now wait for r; an owner here whose lease ended, which the
+// store let r take over, is let go as when a caller finds its hard lease
+// over (see letGo), and its result will be refused.
+func (m *mover) adopt(r *Request) {
+	k := m.k
+	if k.phase != phNew && k.phase != phClaiming && k.token.Fence > r.preToken.Fence {
+		// The key's holder, here or elsewhere, claimed it after r: r's
+		// lease ended before the shard heard of it (the clock leapt, or
+		// the shard was held up), and its result will be refused.
+		r.expired = true
+		m.fx.stops = append(m.fx.stops, stopEffect{req: r, cause: store.ErrLeaseLost})
+		return
+	}
+	switch k.phase {
+	case phClaiming:
+		// Not seen with an in-process store (its claims are answered
+		// before the next message); the candidate waits first in line.
+		c := k.owner
+		k.owner = nil
+		c.where = parked
+		k.waiters = append([]*Request{c}, k.waiters...)
+		m.armSettle(c)
+		m.fx.waiters++
+	case phRunning, phLost:
+		old := k.owner
+		old.expired = true
+		m.fx.stops = append(m.fx.stops, stopEffect{req: old, cause: store.ErrLeaseLost})
+		m.warn("idem: a function outlived its lease; the key was taken over", nil)
+	case phFinishing, phReleasing:
+		// The result of the last run waits for a retry of its Complete
+		// (or its claim for a retried Release): the store has given the
+		// key to r since, so neither can succeed any more.
+		if old := k.owner; old != nil {
+			rep := Reply{Kind: FailLeaseLost, Op: store.OpComplete, Err: store.ErrLeaseLost}
+			if k.phase == phReleasing && k.ownerReply.Kind != 0 {
+				rep = k.ownerReply
+			}
+			m.answer(old, rep)
+		}
+		k.result, k.ownerReply, k.retryArmed = Cached{}, Reply{}, false
+	}
+	k.phase = phRunning
+	k.owner = r
+	r.where = owning
+	k.token, k.lease, k.leaseAt = r.preToken, r.Lease, r.preAt
+	k.ttl, k.fp, k.holder = r.TTL, r.Fingerprint, ""
+	k.shrunk, k.backoff, k.woken = false, 0, false
+	m.filter()
+	if m.ev.closing {
+		// Not seen: Close shuts the door before the shard learns it is
+		// closing. Stopped as Close stops every running owner.
+		m.fx.stops = append(m.fx.stops, stopEffect{req: r, cause: errClosing})
+	}
+	if r.NoRenew {
+		m.arm(timerLeaseEnd, k.leaseAt.Add(k.lease))
+		return
+	}
+	m.arm(timerRenew, k.leaseAt.Add(k.lease/3))
 }
 
 // leave handles a caller that stopped waiting.
