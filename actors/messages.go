@@ -32,7 +32,7 @@ type Request struct {
 	// answering it (see Set.Send). The caller must then complete the key
 	// itself, as such a store's owners do.
 	Direct bool
-	Reply   chan Reply
+	Reply  chan Reply
 	// Finish is where the owner writes its Finish (one allocation for both).
 	Finish Finish
 

@@ -26,10 +26,10 @@ type Set struct {
 	// goroutines (claimHere): *ownerIDs, each used by one goroutine at a
 	// time.
 	callerIDs sync.Pool
-	shards   []*shard
-	cfg      *Config
-	started  atomic.Bool
-	stopWake func()
+	shards    []*shard
+	cfg       *Config
+	started   atomic.Bool
+	stopWake  func()
 	// stopInval ends the store's invalidation subscription (nil: none).
 	stopInval      func()
 	nInvalidations atomic.Int64

@@ -86,7 +86,7 @@ type shard struct {
 	// shard's direct owners.
 	direct bool
 	dir    direct
-	cache    *resultLRU
+	cache  *resultLRU
 	// cacheBytes is the weight of what cache holds (see Config.CacheBytes),
 	// kept by cacheAdd and the cache's eviction callback.
 	cacheBytes atomic.Int64
