@@ -29,10 +29,19 @@ type simInlineStore struct{ *simStore }
 
 func (simInlineStore) InProcess() {}
 
+// simOwnerStore is a simInlineStore whose owners also complete their keys
+// themselves (store.OwnerCompleter), as memstore's do: a call then claims
+// its key on its own goroutine and owns it without the shard (see
+// actors/direct.go) until the shard needs to hear of it.
+type simOwnerStore struct{ simInlineStore }
+
+func (simOwnerStore) OwnerCompletes() {}
+
 var (
-	_ store.Store     = (*simStore)(nil)
-	_ store.Waker     = (*simStore)(nil)
-	_ store.InProcess = simInlineStore{}
+	_ store.Store          = (*simStore)(nil)
+	_ store.Waker          = (*simStore)(nil)
+	_ store.InProcess      = simInlineStore{}
+	_ store.OwnerCompleter = simOwnerStore{}
 )
 
 // errSimFault is the error of an injected store fault.

@@ -29,8 +29,11 @@ const simSeeds = 32
 // wrapper store (sim_store_test.go) that records what the store applied and
 // injects faults: errors before applying, slow requests and answers,
 // timeouts, and answers lost after the store applied the operation. Half of
-// the seeds wrap with store.InProcess (the inline path: owners complete the
-// store themselves), half without (the batched path Redis takes). A seeded
+// the seeds wrap with store.InProcess (the inline path: operations run on
+// the shards' goroutines), half of those with store.OwnerCompleter as well
+// (owners complete their keys themselves and claim them on their own
+// goroutines, as with memstore: actors/direct.go), half without (the
+// batched path Redis takes). A seeded
 // schedule (sim_world_test.go) makes calls of 2 to 4 keys on different
 // runtimes, with and without fingerprints, with settle times of 0, short
 // and long, mixed leases, WithoutRenewal, and contexts that are cancelled
@@ -150,6 +153,7 @@ type simConfig struct {
 	runtimes int
 	shards   int
 	inline   bool
+	owners   bool // inline, and owners complete their keys (the direct path)
 	keys     int
 	leases   []time.Duration // WithLease values, and the runtimes' Lease
 	step     time.Duration
@@ -164,7 +168,10 @@ type simConfig struct {
 
 func (c simConfig) String() string {
 	path := "batched"
-	if c.inline {
+	switch {
+	case c.inline && c.owners:
+		path = "inline, owners complete"
+	case c.inline:
 		path = "inline"
 	}
 	s := fmt.Sprintf("%d runtimes, %d shard(s), %s, %d keys, leases %v, step %v, faults %d‰, lost wake-ups %d‰",
@@ -180,6 +187,7 @@ func simConfigFor(rng *rand.Rand) simConfig {
 		runtimes: 3 + rng.IntN(3),
 		shards:   1 + rng.IntN(2),
 		inline:   rng.IntN(2) == 0,
+		owners:   rng.IntN(2) == 0,
 		keys:     2 + rng.IntN(3),
 		steps:    250,
 	}

@@ -385,7 +385,10 @@ func (w *simWorld) newRT(slot int) *simRT {
 	w.mu.Unlock()
 	base := &simStore{w: w, rt: r}
 	var st store.Store = base
-	if w.cfg.inline {
+	switch {
+	case w.cfg.inline && w.cfg.owners:
+		st = simOwnerStore{simInlineStore{base}}
+	case w.cfg.inline:
 		st = simInlineStore{base}
 	}
 	rt, err := idem.New(idem.Options{
