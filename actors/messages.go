@@ -26,11 +26,12 @@ type Request struct {
 	// the runtime already admitted).
 	NoAdmit bool
 	// Direct lets Send claim the key on the caller's goroutine when the
-	// store is in process and its owners complete their keys (memstore):
-	// if the store grants a fresh claim, the Grant is in Reply when Send
-	// returns, and the shard learns of the owner from the request without
-	// answering it (see Set.Send). The caller must then complete the key
-	// itself, as such a store's owners do.
+	// store is in process and its owners complete their keys (memstore)
+	// and the lease is a second or more: if the store grants the claim,
+	// the Grant is in Reply when Send returns, and the shard hears of the
+	// owner only when it must (see direct.go). The caller must then
+	// complete the key itself, as such a store's owners do, and send its
+	// Finish as any owner.
 	Direct bool
 	Reply  chan Reply
 	// Finish is where the owner writes its Finish (one allocation for both).
