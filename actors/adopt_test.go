@@ -17,6 +17,14 @@ import (
 func (w *world) direct(fence uint64, ago time.Duration, mods ...func(*Request)) *Request {
 	r := req(mods...)
 	r.pre, r.preToken, r.preAt = true, store.Token{Fence: fence, Owner: "direct"}, w.now.Add(-ago)
+	r.preGranted, r.preAttempt = true, 1
+	return r
+}
+
+// takeover is direct for a claim that took the key over: not granted yet.
+func (w *world) takeover(fence uint64, mods ...func(*Request)) *Request {
+	r := w.direct(fence, 0, mods...)
+	r.preGranted, r.preTakeover, r.preAttempt = false, true, 2
 	return r
 }
 
@@ -103,6 +111,30 @@ func TestAdopt(t *testing.T) {
 		w.step(event{kind: evFinish, fin: storedFinish(r, w.now.Add(time.Hour))})
 		w.wantReply(waiter, Settled)
 		w.wantDone()
+	})
+	t.Run("a takeover is granted after the old owner is stopped", func(t *testing.T) {
+		w := newWorld(t)
+		old := w.arrive(req(noRenew))
+		w.granted() // fence 1
+		r := w.arrive(w.takeover(2))
+		if !errors.Is(w.stops[old], store.ErrLeaseLost) {
+			t.Fatalf("the old owner's run was not stopped (%v)", w.stops[old])
+		}
+		rep := w.wantReply(r, Grant)
+		if !rep.Takeover || rep.Attempt != 2 || rep.Token.Fence != 2 || r.where != owning {
+			t.Fatalf("grant %+v (where %d), want the takeover's facts", rep, r.where)
+		}
+	})
+	t.Run("a takeover older than the holder's claim is refused", func(t *testing.T) {
+		w := newWorld(t)
+		owner := w.arrive(req())
+		w.fence = 4
+		w.granted() // fence 5
+		r := w.arrive(w.takeover(3))
+		w.wantReply(r, FailLeaseLost)
+		if w.k.owner != owner || len(w.stops) != 0 {
+			t.Fatal("the holder was disturbed")
+		}
 	})
 	t.Run("an older claim than the holder's is stopped", func(t *testing.T) {
 		w := newWorld(t)

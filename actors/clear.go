@@ -131,13 +131,15 @@ func (s *shard) onClear(p *clearPart) {
 		p.closed = true
 		return
 	}
-	s.dir.dropsBegun.Add(1) // ended by onEndClear
 	p.busy = make([]bool, len(p.keys))
 	for j, k := range p.keys {
-		if s.entries[k] != nil {
+		// A run in flight here keeps its result: a key with an entry, or
+		// with a direct owner the shard has not heard of (direct.go).
+		if s.entries[k] != nil || s.hasDirect(k) {
 			p.busy[j] = true
 			continue
 		}
+		s.dir.keyDrops[busySlot(k)].begin() // ended by onEndClear
 		if s.cache != nil {
 			s.cache.Remove(k)
 		}
@@ -154,11 +156,11 @@ func (s *shard) onEndClear(p *clearPart) {
 	if p.closed {
 		return
 	}
-	defer s.dir.dropsEnded.Add(1)
 	for j, k := range p.keys {
 		if p.busy[j] {
 			continue
 		}
+		s.dir.keyDrops[busySlot(k)].end()
 		if n := s.clearing[k]; n > 1 {
 			s.clearing[k] = n - 1
 		} else {
@@ -208,8 +210,7 @@ func (s *shard) onDropCached(m *dropCached) {
 	if s.cache == nil {
 		return
 	}
-	s.dir.dropsBegun.Add(1)
-	defer s.dir.dropsEnded.Add(1)
+	defer s.allDrop()()
 	for _, k := range s.cache.Keys() {
 		if strings.HasPrefix(k, m.prefix) {
 			s.cache.Remove(k)

@@ -69,13 +69,15 @@ const (
 type direct struct {
 	mu    sync.Mutex
 	head  *Request
-	n     int
 	timer clock.Timer // the promotion timer, armed while the list is not empty
 	// The LRU drops a result the store deletes (Forget, Clear, a store
-	// invalidation) on the shard's goroutine, between dropsBegun and
-	// dropsEnded; a direct owner keeps its insert only if none was under
-	// way or began since its claim.
-	dropsBegun, dropsEnded atomic.Uint64
+	// invalidation) on the shard's goroutine, between a count of drops
+	// begun and one of drops ended: per busy slot for the drops of one key
+	// (keyDrops), for all slots for those of a prefix or of everything
+	// (allDrops). A direct owner keeps its insert only if no drop of its
+	// slot or of all was under way at its claim or began since.
+	keyDrops [busySlots]drops
+	allDrops drops
 	// busy counts the listed owners by a hash of their key: a caller whose
 	// slot is taken goes to the shard (most likely a duplicate of a key in
 	// flight, which the shard would park anyway) instead of trying the
@@ -85,6 +87,31 @@ type direct struct {
 }
 
 const busySlots = 1024
+
+// drops counts the LRU drops of a slot (or of all) begun and ended.
+type drops struct{ begun, ended atomic.Uint32 }
+
+func (c *drops) begin() { c.begun.Add(1) }
+func (c *drops) end()   { c.ended.Add(1) }
+
+// load returns the two counts, packed.
+func (c *drops) load() uint64 { return uint64(c.begun.Load())<<32 | uint64(c.ended.Load()) }
+
+// settledDrops reports whether packed counts say no drop was under way.
+func settledDrops(n uint64) bool { return n>>32 == n&(1<<32-1) }
+
+// keyDrop and allDrop bracket a drop of the LRU on the shard's goroutine
+// (see direct.keyDrops): call the function they return once it is over.
+func (s *shard) keyDrop(key string) func() {
+	c := &s.dir.keyDrops[busySlot(key)]
+	c.begin()
+	return c.end
+}
+
+func (s *shard) allDrop() func() {
+	s.dir.allDrops.begin()
+	return s.dir.allDrops.end
+}
 
 // busySlot is the slot of key in direct.busy.
 func busySlot(key string) uint16 { return uint16(keyshard.Hash(key) >> 40 & (busySlots - 1)) }
@@ -107,7 +134,7 @@ func (set *Set) claimHere(s *shard, r *Request) bool {
 		return false // Send's own try answers store.ErrClosed
 	}
 	r.dstate.Store(dClaiming)
-	r.dropsAt = [2]uint64{s.dir.dropsBegun.Load(), s.dir.dropsEnded.Load()}
+	r.dropsAt = [2]uint64{s.dir.keyDrops[r.dslot].load(), s.dir.allDrops.load()}
 	s.link(r)
 	s.sending.Add(-1)
 
@@ -123,21 +150,33 @@ func (set *Set) claimHere(s *shard, r *Request) bool {
 	})
 	if err != nil || res.Status != store.Claimed {
 		s.unlink(r)
-		r.dstate.Store(0)
+		if r.dstate.Swap(0) == dClaiming {
+			s.pending.Add(-1) // (Close counted a refused one off)
+		}
 		return false
 	}
 	r.pre, r.preToken, r.preAt = true, res.Token, at
-	// In Reply before anyone may send r to the shard: the shard may answer
-	// r next (its run stopped by a forced Close, say), and Reply holds one
-	// answer.
-	r.Reply <- Reply{Kind: Grant, Token: res.Token, Attempt: uint16(min(res.Attempt, math.MaxUint16)),
-		Takeover: res.Takeover, LeaseLeft: r.Lease}
-	if r.dstate.CompareAndSwap(dClaiming, dRunning) {
-		return true
+	r.preAttempt, r.preTakeover = uint16(min(res.Attempt, math.MaxUint16)), res.Takeover
+	if res.Takeover {
+		// The key's last owner may be one of this shard's, whose lease the
+		// store let end: the shard stops it before it grants r the key
+		// (see adopt), as it would before granting a waiter the key.
+		if s.announceKey(r) {
+			return true
+		}
+	} else {
+		// In Reply before anyone may send r to the shard: the shard may
+		// answer r next (its run stopped by a forced Close, say), and
+		// Reply holds one answer.
+		r.preGranted = true
+		r.Reply <- Reply{Kind: Grant, Token: res.Token, Attempt: r.preAttempt, LeaseLeft: r.Lease}
+		if r.dstate.CompareAndSwap(dClaiming, dRunning) {
+			return true
+		}
+		<-r.Reply
 	}
-	// Close came first (it unlinked r): give the key and the Grant back.
-	<-r.Reply
-	r.pre, r.preToken, r.preAt = false, store.Token{}, time.Time{}
+	// Close came first (it unlinked r): give the key back.
+	r.pre, r.preGranted, r.preToken, r.preAt = false, false, store.Token{}, time.Time{}
 	r.dstate.Store(0)
 	_ = s.cfg.Store.Release(context.Background(), r.Key, res.Token)
 	return false
@@ -166,11 +205,18 @@ func (set *Set) callerOwner() string {
 func (set *Set) finishHere(f *Finish) bool {
 	r := f.Req
 	s := r.shard
-	if f.Stored && f.StoreErr == nil && r.dstate.CompareAndSwap(dRunning, dDone) {
-		s.unlink(r)
+	if f.Stored && f.StoreErr == nil && r.dstate.Load() == dRunning {
+		// Cached while still dRunning: a caller that reaches the shard
+		// from now on either finds the result in the LRU, or has its
+		// claim find this owner listed and waits for its Finish
+		// (heldByDirect), never the store's copy alone.
 		s.cacheDirect(r, f)
-		r.unref() // the shard's hold: it never had r
-		return true
+		if r.dstate.CompareAndSwap(dRunning, dDone) {
+			s.unlink(r)
+			s.pending.Add(-1)
+			r.unref() // the shard's hold: it never had r
+			return true
+		}
 	}
 	s.announce(r)
 	return false
@@ -189,16 +235,16 @@ func (s *shard) cacheDirect(r *Request, f *Finish) {
 	if !rec.ExpiresAt.After(s.now()) || (rec.Failed && len(rec.Value) > 0) {
 		return
 	}
-	quiet := func() bool {
-		b, e := s.dir.dropsBegun.Load(), s.dir.dropsEnded.Load()
-		return r.dropsAt[0] == r.dropsAt[1] && b == r.dropsAt[0] && e == r.dropsAt[1]
+	unchanged := func() bool {
+		return settledDrops(r.dropsAt[0]) && settledDrops(r.dropsAt[1]) &&
+			s.dir.keyDrops[r.dslot].load() == r.dropsAt[0] && s.dir.allDrops.load() == r.dropsAt[1]
 	}
-	if !quiet() {
+	if !unchanged() {
 		return
 	}
 	c.Size = c.size()
 	s.cacheAdd(r.Key, c.one(f.OwnCodec))
-	if !quiet() {
+	if !unchanged() {
 		s.cache.Remove(r.Key)
 	}
 }
@@ -222,6 +268,51 @@ func (s *shard) announce(r *Request) {
 		s.send((*requestMsg)(r))
 	}
 	d.mu.Unlock()
+}
+
+// announceKey announces every other direct owner of r's key first, then
+// r, whose claim under way took the key over and is not granted yet: the
+// shard stops the owner r took the key from, then grants r
+// (keyState.adopt). It reports false when Close came first.
+func (s *shard) announceKey(r *Request) bool {
+	d := &s.dir
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for o := d.head; o != nil; {
+		next := o.dnext
+		if o != r && o.Key == r.Key && o.dstate.CompareAndSwap(dRunning, dAnnounced) {
+			d.remove(o)
+			handoff.Note(handoff.Request)
+			s.send((*requestMsg)(o))
+		}
+		o = next
+	}
+	if !r.dstate.CompareAndSwap(dClaiming, dAnnounced) {
+		return false
+	}
+	d.remove(r)
+	handoff.Note(handoff.Request)
+	s.send((*requestMsg)(r))
+	return true
+}
+
+// takeDirect takes off the list the direct owner of key whose run is
+// going, if there is one, for the shard to adopt at once: another caller
+// of the key has come to the shard, and is parked behind it.
+func (s *shard) takeDirect(key string) *Request {
+	d := &s.dir
+	if d.busy[busySlot(key)].Load() == 0 {
+		return nil
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for r := d.head; r != nil; r = r.dnext {
+		if r.Key == key && r.dstate.CompareAndSwap(dRunning, dAnnounced) {
+			d.remove(r)
+			return r
+		}
+	}
+	return nil
 }
 
 // heldByDirect turns the answer of a shard's Claim of o's key into "held
@@ -260,8 +351,8 @@ func (s *shard) link(r *Request) {
 		d.head.dprev = r
 	}
 	d.head = r
-	d.n++
 	d.busy[r.dslot].Add(1)
+	s.pending.Add(1)
 	if d.timer == nil {
 		d.timer = s.cfg.Clock.AfterFunc(promoteAfter, s.promoteDue)
 	}
@@ -289,7 +380,6 @@ func (d *direct) remove(r *Request) {
 		r.dnext.dprev = r.dprev
 	}
 	r.dprev, r.dnext = nil, nil
-	d.n--
 	d.busy[r.dslot].Add(-1)
 }
 
@@ -328,13 +418,40 @@ func (s *shard) promoteAll() {
 	for r := d.head; r != nil; {
 		next := r.dnext
 		d.remove(r)
-		if r.dstate.CompareAndSwap(dRunning, dAnnounced) {
-			s.send((*requestMsg)(r))
-		} else {
-			r.dstate.CompareAndSwap(dClaiming, dRefused)
+		// Its caller may move it from dClaiming to dRunning meanwhile:
+		// try both until one holds or it is neither any more.
+		for {
+			if r.dstate.CompareAndSwap(dRunning, dAnnounced) {
+				s.send((*requestMsg)(r))
+				break
+			}
+			if r.dstate.CompareAndSwap(dClaiming, dRefused) {
+				s.pending.Add(-1) // its caller gives the key back
+				break
+			}
+			if st := r.dstate.Load(); st != dClaiming && st != dRunning {
+				break
+			}
 		}
 		r = next
 	}
+}
+
+// hasDirect reports whether a direct owner of key is listed (its claim
+// under way, or its run).
+func (s *shard) hasDirect(key string) bool {
+	d := &s.dir
+	if d.busy[busySlot(key)].Load() == 0 {
+		return false
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for r := d.head; r != nil; r = r.dnext {
+		if r.Key == key {
+			return true
+		}
+	}
+	return false
 }
 
 // directInFlight returns what the shard's direct owners say of key: its

@@ -48,11 +48,10 @@ func (set *Set) onInvalidation(inv store.Invalidation) {
 // onInvalidate drops from the LRU what inv names, and keeps every entry it
 // names from caching what its store reads find.
 func (s *shard) onInvalidate(inv store.Invalidation) {
-	s.dir.dropsBegun.Add(1)
-	defer s.dir.dropsEnded.Add(1)
 	var dropped int64
 	switch {
 	case !inv.Lost && !inv.Prefix:
+		defer s.keyDrop(inv.Key)()
 		if e := s.entries[inv.Key]; e != nil {
 			e.noCache = true
 		}
@@ -60,6 +59,7 @@ func (s *shard) onInvalidate(inv store.Invalidation) {
 			dropped++
 		}
 	default:
+		defer s.allDrop()()
 		for k, e := range s.entries {
 			if inv.Matches(k) {
 				e.noCache = true

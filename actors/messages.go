@@ -52,6 +52,11 @@ type Request struct {
 	pre      bool
 	preToken store.Token
 	preAt    time.Time
+	// preGranted: its Grant is in Reply already; otherwise (a takeover,
+	// see claimHere) the shard grants it once it has adopted it.
+	preGranted  bool
+	preTakeover bool
+	preAttempt  uint16
 	// dstate is the request's state as a direct owner (see direct.go);
 	// dprev and dnext link it in its shard's list of them, under its lock;
 	// dropsAt is the shard's count of LRU drops begun and ended at its

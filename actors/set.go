@@ -248,10 +248,7 @@ func (set *Set) Forget(ctx context.Context, key string) error {
 // neither allocate nor need a large frame).
 func (set *Set) Stats(each func(shard int, st Stats)) {
 	for i, s := range set.shards {
-		s.dir.mu.Lock()
-		direct := s.dir.n
-		s.dir.mu.Unlock()
-		st := Stats{InFlight: int(s.nEntries.Load()) + direct, Waiters: int(s.nWaiters.Load()), Pending: s.gate.Pending(),
+		st := Stats{InFlight: int(s.nEntries.Load() + s.pending.Load()), Waiters: int(s.nWaiters.Load()), Pending: s.gate.Pending(),
 			Batches: s.nBatches.Load(), Ops: s.nOps.Load(), EarlyTakeovers: s.nEarly.Load(), CacheDrops: s.nDrops.Load()}
 		if s.cache != nil {
 			st.CacheEntries, st.CacheBytes = s.cache.Len(), s.cacheBytes.Load()

@@ -86,7 +86,10 @@ type shard struct {
 	// shard's direct owners.
 	direct bool
 	dir    direct
-	cache  *resultLRU
+	// pending counts the direct owners the shard has not adopted: listed,
+	// or announced and on their way (for Stats).
+	pending atomic.Int64
+	cache   *resultLRU
 	// cacheBytes is the weight of what cache holds (see Config.CacheBytes),
 	// kept by cacheAdd and the cache's eviction callback.
 	cacheBytes atomic.Int64
@@ -353,11 +356,23 @@ func (s *shard) rearm() {
 	s.armGen++
 	gen := s.armGen
 	s.armedAt = at
+	if d := at.Sub(s.now()); d <= 0 {
+		// Due already (a direct owner adopted after its renewal time,
+		// say): a fake clock would fire it only at its next Advance.
+		s.armed = dueTimer{}
+		s.send(&tick{gen: gen})
+		return
+	}
 	s.armed = s.cfg.Clock.AfterFunc(at.Sub(s.now()), func() {
 		handoff.Note(handoff.Tick)
 		s.send(&tick{gen: gen})
 	})
 }
+
+// dueTimer is the armed timer of a tick already sent (see rearm).
+type dueTimer struct{}
+
+func (dueTimer) Stop() bool { return false }
 
 func (s *shard) onTick(m *tick) {
 	if m.gen == s.armGen {

@@ -165,7 +165,9 @@ func (s *shard) reply(r *Request, rep Reply) {
 }
 
 func (s *shard) onRequest(r *Request) {
-	if s.closing && !r.pre {
+	if r.pre {
+		s.pending.Add(-1) // the shard has it now (see direct.go)
+	} else if s.closing {
 		s.reply(r, Reply{Kind: FailClosed})
 		return
 	}
@@ -183,6 +185,14 @@ func (s *shard) onRequest(r *Request) {
 		return
 	}
 	e := s.entries[r.Key]
+	if e == nil && s.direct && !r.pre {
+		// A direct owner of the key runs: adopt it first, and park the
+		// caller behind it (direct.go).
+		if o := s.takeDirect(r.Key); o != nil {
+			s.onRequest(o)
+			e = s.entries[r.Key]
+		}
+	}
 	if e == nil {
 		e = s.newEntry(r.Key)
 	}
@@ -312,8 +322,7 @@ func (s *shard) onForget(m *forget) {
 	// A direct owner's LRU insert is kept only if no drop was under way
 	// since its claim (see shard.cacheDirect); an in-process store's
 	// Forget is done when submit returns.
-	s.dir.dropsBegun.Add(1)
-	defer s.dir.dropsEnded.Add(1)
+	defer s.keyDrop(m.key)()
 	if s.cache != nil {
 		s.cache.Remove(m.key)
 	}

@@ -207,6 +207,10 @@ func (m *mover) adopt(r *Request) {
 		// The key's holder, here or elsewhere, claimed it after r: r's
 		// lease ended before the shard heard of it (the clock leapt, or
 		// the shard was held up), and its result will be refused.
+		if !r.preGranted {
+			m.answer(r, Reply{Kind: FailLeaseLost, Op: store.OpClaim, Err: store.ErrLeaseLost})
+			return
+		}
 		r.expired = true
 		m.fx.stops = append(m.fx.stops, stopEffect{req: r, cause: store.ErrLeaseLost})
 		return
@@ -250,6 +254,13 @@ func (m *mover) adopt(r *Request) {
 		// Not seen: Close shuts the door before the shard learns it is
 		// closing. Stopped as Close stops every running owner.
 		m.fx.stops = append(m.fx.stops, stopEffect{req: r, cause: errClosing})
+	}
+	if !r.preGranted {
+		// A takeover: granted now, after the stop of the owner it took
+		// the key from (stops are performed before answers).
+		m.answer(r, Reply{Kind: Grant, Token: r.preToken, Attempt: r.preAttempt, Takeover: r.preTakeover,
+			LeaseLeft: max(r.Lease-m.now.Sub(r.preAt), 0)})
+		r.where = owning
 	}
 	if r.NoRenew {
 		m.arm(timerLeaseEnd, k.leaseAt.Add(k.lease))
