@@ -16,7 +16,7 @@ import (
 // given fence, at the world's time less ago.
 func (w *world) direct(fence uint64, ago time.Duration, mods ...func(*Request)) *Request {
 	r := req(mods...)
-	r.pre, r.preToken, r.preAt = true, store.Token{Fence: fence, Owner: "direct"}, w.now.Add(-ago)
+	r.pre, r.preToken, r.deadline = true, store.Token{Fence: fence, Owner: "direct"}, w.now.Add(-ago)
 	r.preGranted, r.preAttempt = true, 1
 	return r
 }
@@ -54,7 +54,7 @@ func TestAdopt(t *testing.T) {
 		if len(w.replies[r]) != 0 {
 			t.Fatalf("an adopted owner was answered: %+v (its Grant came from the store)", w.replies[r])
 		}
-		if tm := w.lastTimer(); tm.kind != timerRenew || !tm.at.Equal(r.preAt.Add(3*time.Second)) {
+		if tm := w.lastTimer(); tm.kind != timerRenew || !tm.at.Equal(r.preAt().Add(3*time.Second)) {
 			t.Fatalf("timer %+v, want the renewal a third of the lease after the claim", tm)
 		}
 		w.wantOps()
@@ -67,7 +67,7 @@ func TestAdopt(t *testing.T) {
 	t.Run("hard lease", func(t *testing.T) {
 		w := newWorld(t)
 		r := w.arrive(w.direct(1, time.Second, noRenew))
-		if tm := w.lastTimer(); tm.kind != timerLeaseEnd || !tm.at.Equal(r.preAt.Add(9*time.Second)) {
+		if tm := w.lastTimer(); tm.kind != timerLeaseEnd || !tm.at.Equal(r.preAt().Add(9*time.Second)) {
 			t.Fatalf("timer %+v, want the lease's end, counted from the claim", tm)
 		}
 	})

@@ -94,11 +94,8 @@ type drops struct{ begun, ended atomic.Uint32 }
 func (c *drops) begin() { c.begun.Add(1) }
 func (c *drops) end()   { c.ended.Add(1) }
 
-// load returns the two counts, packed.
-func (c *drops) load() uint64 { return uint64(c.begun.Load())<<32 | uint64(c.ended.Load()) }
-
-// settledDrops reports whether packed counts say no drop was under way.
-func settledDrops(n uint64) bool { return n>>32 == n&(1<<32-1) }
+// load returns the drops begun, then those ended.
+func (c *drops) load() (begun, ended uint32) { return c.begun.Load(), c.ended.Load() }
 
 // keyDrop and allDrop bracket a drop of the LRU on the shard's goroutine
 // (see direct.keyDrops): call the function they return once it is over.
@@ -134,7 +131,9 @@ func (set *Set) claimHere(s *shard, r *Request) bool {
 		return false // Send's own try answers store.ErrClosed
 	}
 	r.dstate.Store(dClaiming)
-	r.dropsAt = [2]uint64{s.dir.keyDrops[r.dslot].load(), s.dir.allDrops.load()}
+	kb, ke := s.dir.keyDrops[r.dslot].load()
+	ab, ae := s.dir.allDrops.load()
+	r.dropsAt, r.dropsBusy = [2]uint32{kb, ab}, kb != ke || ab != ae
 	s.link(r)
 	s.sending.Add(-1)
 
@@ -149,13 +148,28 @@ func (set *Set) claimHere(s *shard, r *Request) bool {
 		Waiter:      s.cfg.wakerID,
 	})
 	if err != nil || res.Status != store.Claimed {
+		// Only r in its busy slot: no direct owner of the key is between
+		// storing its result and caching it, so a result found is the
+		// answer, with no shard hop (otherwise the shard waits for that
+		// owner's Finish, heldByDirect).
+		alone := s.dir.busy[r.dslot].Load() == 1
 		s.unlink(r)
-		if r.dstate.Swap(0) == dClaiming {
-			s.pending.Add(-1) // (Close counted a refused one off)
+		if r.dstate.Swap(0) != dClaiming {
+			return false // Close refused it (and counted it off)
 		}
-		return false
+		s.pending.Add(-1)
+		if err != nil || res.Status != store.Completed || !alone {
+			return false
+		}
+		c := &r.Finish.Own // the request's room, as for an LRU hit in the shard
+		*c = Cached{Record: res.Record}
+		c.Size = c.size()
+		s.cacheGuarded(r, *c, false)
+		r.Reply <- Reply{Kind: Settled, Result: c}
+		r.unref() // the shard's hold: it never had r
+		return true
 	}
-	r.pre, r.preToken, r.preAt = true, res.Token, at
+	r.pre, r.preToken, r.deadline = true, res.Token, at // (preAt)
 	r.preAttempt, r.preTakeover = uint16(min(res.Attempt, math.MaxUint16)), res.Takeover
 	if res.Takeover {
 		// The key's last owner may be one of this shard's, whose lease the
@@ -176,7 +190,7 @@ func (set *Set) claimHere(s *shard, r *Request) bool {
 		<-r.Reply
 	}
 	// Close came first (it unlinked r): give the key back.
-	r.pre, r.preGranted, r.preToken, r.preAt = false, false, store.Token{}, time.Time{}
+	r.pre, r.preGranted, r.preToken, r.deadline = false, false, store.Token{}, time.Time{}
 	r.dstate.Store(0)
 	_ = s.cfg.Store.Release(context.Background(), r.Key, res.Token)
 	return false
@@ -227,23 +241,34 @@ func (set *Set) finishHere(f *Finish) bool {
 // invalidation) was under way at its claim or began since: the store may
 // have deleted the result already, and the drop may have passed.
 func (s *shard) cacheDirect(r *Request, f *Finish) {
-	if s.cache == nil || f.Result == nil {
+	if f.Result == nil {
 		return
 	}
 	c := *f.Result
+	c.Size = c.size()
+	s.cacheGuarded(r, c, f.OwnCodec)
+}
+
+// cacheGuarded keeps c, a result of r's key, in the LRU, as the shard
+// keeps a settled result (see mover.remember), unless a drop of the LRU was
+// under way at r's claim or began since (see cacheDirect).
+func (s *shard) cacheGuarded(r *Request, c Cached, ownCodec bool) {
+	if s.cache == nil {
+		return
+	}
 	rec := &c.Record
 	if !rec.ExpiresAt.After(s.now()) || (rec.Failed && len(rec.Value) > 0) {
 		return
 	}
 	unchanged := func() bool {
-		return settledDrops(r.dropsAt[0]) && settledDrops(r.dropsAt[1]) &&
-			s.dir.keyDrops[r.dslot].load() == r.dropsAt[0] && s.dir.allDrops.load() == r.dropsAt[1]
+		kb, ke := s.dir.keyDrops[r.dslot].load()
+		ab, ae := s.dir.allDrops.load()
+		return !r.dropsBusy && kb == r.dropsAt[0] && ke == kb && ab == r.dropsAt[1] && ae == ab
 	}
 	if !unchanged() {
 		return
 	}
-	c.Size = c.size()
-	s.cacheAdd(r.Key, c.one(f.OwnCodec))
+	s.cacheAdd(r.Key, c.one(ownCodec))
 	if !unchanged() {
 		s.cache.Remove(r.Key)
 	}
@@ -336,7 +361,7 @@ func (s *shard) heldByDirect(o *store.Op) {
 		handoff.Note(handoff.Request)
 		s.send((*requestMsg)(r))
 		o.Result = store.ClaimResult{Status: store.InProgress, Token: r.preToken, Fingerprint: r.Fingerprint,
-			Holder: r.preToken.Owner, LeaseLeft: max(r.Lease-s.now().Sub(r.preAt), 0)}
+			Holder: r.preToken.Owner, LeaseLeft: max(r.Lease-s.now().Sub(r.preAt()), 0)}
 		return
 	}
 }
@@ -393,7 +418,7 @@ func (s *shard) promoteDue() {
 	d.timer = nil
 	for r := d.head; r != nil; {
 		next := r.dnext
-		if r.dstate.Load() == dRunning && now.Sub(r.preAt) >= promoteAfter && r.dstate.CompareAndSwap(dRunning, dAnnounced) {
+		if r.dstate.Load() == dRunning && now.Sub(r.preAt()) >= promoteAfter && r.dstate.CompareAndSwap(dRunning, dAnnounced) {
 			d.remove(r)
 			s.send((*requestMsg)(r))
 		}
@@ -462,7 +487,7 @@ func (s *shard) directInFlight(key string, now time.Time) (inFlight, bool) {
 	defer d.mu.Unlock()
 	for r := d.head; r != nil; r = r.dnext {
 		if r.Key == key && r.dstate.Load() == dRunning {
-			return inFlight{fingerprint: r.Fingerprint, leaseLeft: max(r.Lease-now.Sub(r.preAt), 0)}, true
+			return inFlight{fingerprint: r.Fingerprint, leaseLeft: max(r.Lease-now.Sub(r.preAt()), 0)}, true
 		}
 	}
 	return inFlight{}, false

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/idemrt/idem/clock"
 	"github.com/idemrt/idem/store"
@@ -247,5 +248,14 @@ func TestShortLeaseTakesTheShardsPath(t *testing.T) {
 	}
 	if n := w.set.shards[0].nEntries.Load(); n != 1 {
 		t.Fatalf("the shard has %d entries, want the owner's", n)
+	}
+}
+
+// A storm's thousand callers each take a Request (pooled, but a storm needs
+// many at once): the fields of direct owners fit in the 640-byte size
+// class, one above the 576 bytes before them.
+func TestRequestSize(t *testing.T) {
+	if n := unsafe.Sizeof(Request{}); n > 640 {
+		t.Fatalf("a Request takes %d bytes, over the 640-byte size class", n)
 	}
 }

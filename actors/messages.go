@@ -47,32 +47,37 @@ type Request struct {
 	pool pooled // see NewRequest
 
 	// Set by Send when it claimed the key on the caller's goroutine
-	// (Direct): the claim's token and the clock's reading just before it.
-	// Read by the actor, which adopts the request as the key's owner.
-	pre      bool
+	// (Direct): the claim's token (and, in deadline, the clock's reading
+	// just before it: see preAt). Read by the actor, which adopts the
+	// request as the key's owner. preGranted: its Grant is in Reply
+	// already; otherwise (a takeover, see claimHere) the shard grants it
+	// once it has adopted it.
 	preToken store.Token
-	preAt    time.Time
-	// preGranted: its Grant is in Reply already; otherwise (a takeover,
-	// see claimHere) the shard grants it once it has adopted it.
-	preGranted  bool
-	preTakeover bool
-	preAttempt  uint16
-	// dstate is the request's state as a direct owner (see direct.go);
-	// dprev and dnext link it in its shard's list of them, under its lock;
-	// dropsAt is the shard's count of LRU drops begun and ended at its
-	// claim.
-	dstate       atomic.Int32
+	// dprev and dnext link a direct owner in its shard's list, under its
+	// lock; dropsAt holds the shard's counts of LRU drops begun (of its
+	// slot, of all) at its claim, dropsBusy whether one was under way.
 	dprev, dnext *Request
-	dropsAt      [2]uint64
-	dslot        uint16 // its slot in the shard's busy counts
+	dropsAt      [2]uint32
+	// dstate is the request's state as a direct owner (see direct.go).
+	dstate atomic.Int32
 
 	// Owned by the actor.
-	where    where
-	deadline time.Time // end of the settle time, once the caller waits
-	waited   bool      // the request was parked at some point
-	expired  bool      // an owner whose unrenewed lease ended: the shard let go of it
-	quiet    bool      // an owner storing its result itself asked for no more renewals (Set.Quiet)
+	deadline    time.Time // end of the settle time, once the caller waits
+	dslot       uint16    // its slot in the shard's busy counts
+	preAttempt  uint16
+	where       where
+	waited      bool // the request was parked at some point
+	expired     bool // an owner whose unrenewed lease ended: the shard let go of it
+	quiet       bool // an owner storing its result itself asked for no more renewals (Set.Quiet)
+	pre         bool
+	preGranted  bool
+	preTakeover bool
+	dropsBusy   bool
 }
+
+// preAt is the clock's reading just before a direct owner's claim, kept in
+// deadline: a direct owner waits for no one, so it has no settle deadline.
+func (r *Request) preAt() time.Time { return r.deadline }
 
 // forever is a Settle that never runs out by itself.
 const forever = time.Duration(1<<63 - 1)

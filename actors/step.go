@@ -246,7 +246,7 @@ func (m *mover) adopt(r *Request) {
 	k.phase = phRunning
 	k.owner = r
 	r.where = owning
-	k.token, k.lease, k.leaseAt = r.preToken, r.Lease, r.preAt
+	k.token, k.lease, k.leaseAt = r.preToken, r.Lease, r.preAt()
 	k.ttl, k.fp, k.holder = r.TTL, r.Fingerprint, ""
 	k.shrunk, k.backoff, k.woken = false, 0, false
 	m.filter()
@@ -259,7 +259,7 @@ func (m *mover) adopt(r *Request) {
 		// A takeover: granted now, after the stop of the owner it took
 		// the key from (stops are performed before answers).
 		m.answer(r, Reply{Kind: Grant, Token: r.preToken, Attempt: r.preAttempt, Takeover: r.preTakeover,
-			LeaseLeft: max(r.Lease-m.now.Sub(r.preAt), 0)})
+			LeaseLeft: max(r.Lease-m.now.Sub(r.preAt()), 0)})
 		r.where = owning
 	}
 	if r.NoRenew {
