@@ -193,3 +193,26 @@ func TestAdopt(t *testing.T) {
 		}
 	})
 }
+
+// A claim that finds the key completed answers with the LRU's copy of that
+// very result when the shell found one (the owner's value itself, cached by
+// a direct owner), and with the store's record otherwise.
+func TestFoundResultPrefersTheOwnersCopy(t *testing.T) {
+	for _, same := range []bool{true, false} {
+		w := newWorld(t)
+		r := w.arrive(req())
+		rec := w.stored().Record
+		own := &Cached{Record: rec, Value: "the owner's"}
+		if !same {
+			own.Record.Token.Fence++
+		}
+		oe := w.take(store.OpClaim)
+		o := &store.Op{Kind: store.OpClaim, Key: "k", Claim: store.ClaimRequest{Lease: oe.lease, TTL: oe.ttl},
+			Result: store.ClaimResult{Status: store.Completed, Record: rec}}
+		w.step(event{kind: evClaimed, op: o, sent: w.sent, own: own})
+		rep := w.wantReply(r, Settled)
+		if got := rep.Result.Value != nil; got != same {
+			t.Fatalf("same result %v: answered with value %v", same, rep.Result.Value)
+		}
+	}
+}

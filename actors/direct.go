@@ -162,9 +162,18 @@ func (set *Set) claimHere(s *shard, r *Request) bool {
 			return false
 		}
 		c := &r.Finish.Own // the request's room, as for an LRU hit in the shard
-		*c = Cached{Record: res.Record}
-		c.Size = c.size()
-		s.cacheGuarded(r, *c, false)
+		if hit, ok := s.hit(r.Key, s.now()); ok && hit.Record.Token == res.Record.Token {
+			// Its owner cached it since the caller looked: the owner's
+			// value itself, not a decoded copy.
+			*c = hit
+		} else if s.cache == nil {
+			*c = Cached{Record: res.Record}
+		} else {
+			// Its owner may be a direct owner the shard adopted, whose
+			// Finish (with its value) the shard has not handled yet: the
+			// shard answers, as it would have before.
+			return false
+		}
 		r.Reply <- Reply{Kind: Settled, Result: c}
 		r.unref() // the shard's hold: it never had r
 		return true

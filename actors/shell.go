@@ -253,6 +253,11 @@ func (s *shard) handle(o *op) {
 		}
 		if s.direct && o.Err == nil && o.Result.Status != store.Claimed {
 			s.heldByDirect(&o.Op)
+			if o.Result.Status == store.Completed {
+				if hit, ok := s.hit(o.Key, s.now()); ok {
+					ev.own = &hit
+				}
+			}
 		}
 	case store.OpComplete:
 		ev.kind = evCompleted

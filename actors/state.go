@@ -118,6 +118,11 @@ type event struct {
 	op      *store.Op // evClaimed, evCompleted, evReleased, evRenewed
 	sent    time.Time // the op's: when the shard sent it
 	timer   timerKind // evTimer
+	// own: evClaimed that found the key completed: the LRU's copy of that
+	// very result, when it holds one (a direct owner of this process
+	// cached it with its value itself), to answer with instead of the
+	// store's record.
+	own *Cached
 }
 
 // effects is what one step asks the shard to do, in order of kind: send

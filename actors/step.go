@@ -350,6 +350,9 @@ func (m *mover) foundResult(candidate *Request, rec store.Record) {
 		return
 	}
 	c := &Cached{Record: rec}
+	if own := m.ev.own; own != nil && own.Record.Token == rec.Token {
+		*c = *own // the owner's value and error themselves
+	}
 	c.Size = c.size()
 	m.remember(c)
 	rep := Reply{Kind: Settled, Result: c, Joined: k.joined}
