@@ -269,16 +269,11 @@ func (s *shard) cacheGuarded(r *Request, c Cached, ownCodec bool) {
 	if !rec.ExpiresAt.After(s.now()) || (rec.Failed && len(rec.Value) > 0) {
 		return
 	}
-	unchanged := func() bool {
-		kb, ke := s.dir.keyDrops[r.dslot].load()
-		ab, ae := s.dir.allDrops.load()
-		return !r.dropsBusy && kb == r.dropsAt[0] && ke == kb && ab == r.dropsAt[1] && ae == ab
-	}
-	if !unchanged() {
+	if s.droppedSince(r) {
 		return
 	}
 	s.cacheAdd(r.Key, c.one(ownCodec))
-	if !unchanged() {
+	if s.droppedSince(r) {
 		s.cache.Remove(r.Key)
 	}
 }
@@ -297,7 +292,6 @@ func (s *shard) announce(r *Request) {
 	d := &s.dir
 	d.mu.Lock()
 	if r.dstate.CompareAndSwap(dRunning, dAnnounced) {
-		d.remove(r)
 		handoff.Note(handoff.Request)
 		s.send((*requestMsg)(r))
 	}
@@ -315,7 +309,6 @@ func (s *shard) announceKey(r *Request) bool {
 	for o := d.head; o != nil; {
 		next := o.dnext
 		if o != r && o.Key == r.Key && o.dstate.CompareAndSwap(dRunning, dAnnounced) {
-			d.remove(o)
 			handoff.Note(handoff.Request)
 			s.send((*requestMsg)(o))
 		}
@@ -324,10 +317,35 @@ func (s *shard) announceKey(r *Request) bool {
 	if !r.dstate.CompareAndSwap(dClaiming, dAnnounced) {
 		return false
 	}
-	d.remove(r)
 	handoff.Note(handoff.Request)
 	s.send((*requestMsg)(r))
 	return true
+}
+
+// announceOwnersOf announces the direct owners of key whose runs are
+// going: the shard's own claim of the key just took it over, so their
+// claims are older, and the shard stops them when they come (adopt).
+func (s *shard) announceOwnersOf(key string) {
+	d := &s.dir
+	if d.busy[busySlot(key)].Load() == 0 {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for r := d.head; r != nil; r = r.dnext {
+		if r.Key == key && r.dstate.CompareAndSwap(dRunning, dAnnounced) {
+			handoff.Note(handoff.Request)
+			s.send((*requestMsg)(r))
+		}
+	}
+}
+
+// droppedSince reports whether a drop of the LRU of r's slot, or of every
+// key, was under way at r's claim or began since (see direct.keyDrops).
+func (s *shard) droppedSince(r *Request) bool {
+	kb, ke := s.dir.keyDrops[r.dslot].load()
+	ab, ae := s.dir.allDrops.load()
+	return r.dropsBusy || kb != r.dropsAt[0] || ke != kb || ab != r.dropsAt[1] || ae != ab
 }
 
 // takeDirect takes off the list the direct owner of key whose run is
@@ -366,7 +384,6 @@ func (s *shard) heldByDirect(o *store.Op) {
 		if r.Key != o.Key || !r.dstate.CompareAndSwap(dRunning, dAnnounced) {
 			continue
 		}
-		d.remove(r)
 		handoff.Note(handoff.Request)
 		s.send((*requestMsg)(r))
 		o.Result = store.ClaimResult{Status: store.InProgress, Token: r.preToken, Fingerprint: r.Fingerprint,
@@ -425,15 +442,16 @@ func (s *shard) promoteDue() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.timer = nil
-	for r := d.head; r != nil; {
-		next := r.dnext
+	left := false // an owner the timer may still have to announce
+	for r := d.head; r != nil; r = r.dnext {
 		if r.dstate.Load() == dRunning && now.Sub(r.preAt()) >= promoteAfter && r.dstate.CompareAndSwap(dRunning, dAnnounced) {
-			d.remove(r)
 			s.send((*requestMsg)(r))
 		}
-		r = next
+		if st := r.dstate.Load(); st == dRunning || st == dClaiming {
+			left = true
+		}
 	}
-	if d.head != nil && !s.shut.Load() {
+	if left && !s.shut.Load() {
 		d.timer = s.cfg.Clock.AfterFunc(promoteAfter, s.promoteDue)
 	}
 }
@@ -451,7 +469,6 @@ func (s *shard) promoteAll() {
 	}
 	for r := d.head; r != nil; {
 		next := r.dnext
-		d.remove(r)
 		// Its caller may move it from dClaiming to dRunning meanwhile:
 		// try both until one holds or it is neither any more.
 		for {
@@ -460,6 +477,7 @@ func (s *shard) promoteAll() {
 				break
 			}
 			if r.dstate.CompareAndSwap(dClaiming, dRefused) {
+				d.remove(r)
 				s.pending.Add(-1) // its caller gives the key back
 				break
 			}

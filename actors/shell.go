@@ -166,7 +166,10 @@ func (s *shard) reply(r *Request, rep Reply) {
 
 func (s *shard) onRequest(r *Request) {
 	if r.pre {
-		s.pending.Add(-1) // the shard has it now (see direct.go)
+		// The shard has it now (see direct.go); announced owners stay
+		// listed until here, so that Clear and Forget see their keys busy.
+		s.unlink(r)
+		s.pending.Add(-1)
 	} else if s.closing {
 		s.reply(r, Reply{Kind: FailClosed})
 		return
@@ -195,6 +198,14 @@ func (s *shard) onRequest(r *Request) {
 	}
 	if e == nil {
 		e = s.newEntry(r.Key)
+	}
+	if r.pre && s.droppedSince(r) {
+		// A drop of the key's LRU (a Forget or an invalidation from
+		// another instance, a Clear) since its claim, which found no entry
+		// to mark: its result may be deleted already, so nothing of this
+		// run is cached (as for an entry the drop marks, see
+		// keyState.noCache).
+		e.noCache = true
 	}
 	s.step(e, event{kind: evArrive, req: r, now: now})
 }
@@ -250,6 +261,9 @@ func (s *shard) handle(o *op) {
 		ev.kind = evClaimed
 		if o.Claim.Dead != "" && o.Err == nil && o.Result.Status == store.Claimed && o.Result.Takeover {
 			s.nEarly.Add(1)
+		}
+		if s.direct && o.Err == nil && o.Result.Status == store.Claimed && o.Result.Takeover {
+			s.announceOwnersOf(o.Key)
 		}
 		if s.direct && o.Err == nil && o.Result.Status != store.Claimed {
 			s.heldByDirect(&o.Op)
@@ -320,7 +334,7 @@ func (s *shard) onForget(m *forget) {
 		m.reply <- store.ErrClosed
 		return
 	}
-	if e := s.entries[m.key]; e != nil {
+	if s.entries[m.key] != nil || s.hasDirect(m.key) {
 		m.reply <- store.ErrInProgress
 		return
 	}

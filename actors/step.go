@@ -352,6 +352,9 @@ func (m *mover) foundResult(candidate *Request, rec store.Record) {
 	c := &Cached{Record: rec}
 	if own := m.ev.own; own != nil && own.Record.Token == rec.Token {
 		*c = *own // the owner's value and error themselves
+		// An own codec's result keeps its encoding in the LRU (see
+		// Cached.one): so does this copy.
+		k.ownCodec = own.Value != nil && own.Record.Value != nil
 	}
 	c.Size = c.size()
 	m.remember(c)
