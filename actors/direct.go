@@ -360,7 +360,6 @@ func (s *shard) takeDirect(key string) *Request {
 	defer d.mu.Unlock()
 	for r := d.head; r != nil; r = r.dnext {
 		if r.Key == key && r.dstate.CompareAndSwap(dRunning, dAnnounced) {
-			d.remove(r)
 			return r
 		}
 	}

@@ -166,9 +166,10 @@ func (s *shard) reply(r *Request, rep Reply) {
 
 func (s *shard) onRequest(r *Request) {
 	if r.pre {
-		// The shard has it now (see direct.go); announced owners stay
-		// listed until here, so that Clear and Forget see their keys busy.
-		s.unlink(r)
+		// The shard has it now (see direct.go). It stays listed until its
+		// run is over (onFinish), so that Clear and Forget see its key
+		// busy however the shard heard of it, and its busy slot keeps a
+		// storm's later callers from trying the store first.
 		s.pending.Add(-1)
 	} else if s.closing {
 		s.reply(r, Reply{Kind: FailClosed})
@@ -208,9 +209,15 @@ func (s *shard) onRequest(r *Request) {
 		e.noCache = true
 	}
 	s.step(e, event{kind: evArrive, req: r, now: now})
+	if r.pre && r.where != owning {
+		s.unlink(r) // not adopted (refused or stopped): no Finish to wait for
+	}
 }
 
 func (s *shard) onAbandon(r *Request) {
+	if r.pre {
+		s.unlink(r) // its caller left: it will not run
+	}
 	e := s.entries[r.Key]
 	if e == nil {
 		if r.where != nowhere {
@@ -228,6 +235,9 @@ func (s *shard) onQuiet(r *Request) {
 }
 
 func (s *shard) onFinish(f *Finish) {
+	if f.Req.pre {
+		s.unlink(f.Req) // its run is over (see onRequest)
+	}
 	e := s.entries[f.Req.Key]
 	if e == nil {
 		fx := &s.fx
