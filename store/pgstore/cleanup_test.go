@@ -135,10 +135,12 @@ func TestRowsStayBounded(t *testing.T) {
 func TestFenceRisesAcrossCleanup(t *testing.T) {
 	t.Parallel()
 	s := newStore(t, sharedPool(t), pgstore.Options{DisableCleanup: true})
-	short := 50 * time.Millisecond
+	// A lease long enough for the Complete below to come within it on a
+	// loaded machine (50ms failed once in make test); a short TTL.
+	short, lease := 50*time.Millisecond, 500*time.Millisecond
 	var last uint64
 	for i := range 3 {
-		res, err := s.Claim(bg, "k", store.ClaimRequest{Owner: fmt.Sprint("o", i), Lease: short, TTL: short})
+		res, err := s.Claim(bg, "k", store.ClaimRequest{Owner: fmt.Sprint("o", i), Lease: lease, TTL: short})
 		if err != nil || res.Status != store.Claimed || res.Attempt != 1 || res.Takeover {
 			t.Fatalf("claim %d: %+v, %v; want a new record, attempt 1", i, res, err)
 		}
@@ -151,7 +153,7 @@ func TestFenceRisesAcrossCleanup(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		time.Sleep(3 * short)
+		time.Sleep(lease + 3*short) // past lease + TTL, completed or not
 		if n, err := s.Cleanup(bg); err != nil || n != 1 {
 			t.Fatalf("Cleanup deleted %d rows (%v), want the key's", n, err)
 		}
